@@ -1,0 +1,161 @@
+"""The dexp and dexp⁻¹ families with their closed-form derivatives registered as ``jax.custom_jvp`` rules.
+
+For each algebra (so(3), se(3)) and each family (``dexp``, ``dexp_inv``), :func:`make_family` builds unbatched
+functions whose tangents are the hand-derived closed forms, chained so that second derivatives are closed forms too:
+
+=====================  ======================================  =============================================
+function               value                                   custom_jvp tangent (dX, and dZ where present)
+=====================  ======================================  =============================================
+``matrix(X)``          F(X)                                    ``derivative(X, dX)``
+``derivative(X, U)``   (D_X F)(U), eqs. (28)/(29)              ``second_derivative(X, U, dX) + derivative(X, dU)``
+``second_derivative``  (D²_X F)(U)(S), eq. (40)                plain JAX (third order by autodiff)
+``apply(X, Z)``        F(X) Z                                  ``jacobian(X, Z) dX + apply(X, dZ)``
+``jacobian(X, Z)``     ∂(F(X)Z)/∂X, eqs. (36)/(37)             ``jacobian_derivative(X, Z, dX) + jacobian(X, dZ)``
+``apply_T(X, Z)``      F(X)ᵀ Z                                 ``jacobian_T(X, Z) dX + apply_T(X, dZ)``
+``jacobian_T(X, Z)``   ∂(F(X)ᵀZ)/∂X, eq. (39)                  ``jacobian_T_derivative(X, Z, dX) + …``
+``hessian(X, Q, Z)``   Hessian of Qᵀ F(X) Z, eqs. (47)/(51)    plain JAX
+=====================  ======================================  =============================================
+
+So ``jax.jacfwd``/``jax.jacrev`` of any user function of these maps evaluate the first-derivative closed forms, and
+``jax.hessian`` (forward over reverse) evaluates ``jacobian_derivative`` — the second-derivative closed form — for the
+second order. Every rule uses symbolic zeros, so a tangent that is zero (e.g. dZ when differentiating in X only) costs
+nothing. The number of rule invocations is counted in :data:`RULE_CALLS` (at trace time), which the tests use to
+show that the rules are really used.
+"""
+
+from __future__ import annotations
+
+import collections
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+from jaxse3.lie import adpoly, coefficients
+from jaxse3.lie._algebra import Algebra
+
+__all__ = ["make_family", "family_poly", "RULE_CALLS"]
+
+#: Trace-time counter of custom_jvp rule invocations, keyed by "<algebra>.<function>".
+RULE_CALLS: collections.Counter = collections.Counter()
+
+_NAMES = {"dexp": ("a1", "a2", "a3", "a4"), "dexp_inv": ("b1", "b2", None, "b4")}
+
+
+def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int) -> adpoly.Poly:
+    """The exact coefficients (c, c̄, c̆) of dexp (eq. (23)) or dexp⁻¹ at X, up to derivative ``level`` (0, 1, 2)."""
+    base = _NAMES[family]
+    names = [n for n in base if n is not None]
+    suffixes = ["", "_bar", "_brev"][: level + 1]
+    wanted = [n + s for s in suffixes for n in names]
+    vals = coefficients.evaluate(wanted, alg.angle2(X))
+    lookup = dict(zip(wanted, [vals[..., k] for k in range(len(wanted))]))
+
+    def row(suffix: str, lead: float):
+        if suffix not in suffixes:
+            return (0.0,) * 5
+        return (lead,) + tuple(0.0 if n is None else lookup[n + suffix] for n in base)
+
+    return adpoly.Poly(row("", 1.0), row("_bar", 0.0), row("_brev", 0.0))
+
+
+def _zero(t) -> bool:
+    return isinstance(t, SymbolicZero)
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _with_tangent(primal_out, tangent_out):
+    return primal_out, (jnp.zeros_like(primal_out) if tangent_out is None else tangent_out)
+
+
+def make_family(alg: Algebra, family: str) -> SimpleNamespace:
+    """Build the registered functions of one family (``"dexp"`` or ``"dexp_inv"``) on one algebra."""
+    tag = f"{alg.name}.{family}"
+
+    def poly(X, level):
+        return family_poly(alg, X, family, level)
+
+    def second_derivative(X, U, S):
+        return adpoly.second_derivative(alg, X, U, S, poly(X, 2))
+
+    @jax.custom_jvp
+    def derivative(X, U):
+        return adpoly.derivative(alg, X, U, poly(X, 1))
+
+    def _derivative_jvp(primals, tangents):
+        RULE_CALLS[tag + ".derivative"] += 1
+        (X, U), (dX, dU) = primals, tangents
+        out = None if _zero(dX) else second_derivative(X, U, dX)
+        out = _add(out, None if _zero(dU) else derivative(X, dU))
+        return _with_tangent(derivative(X, U), out)
+
+    derivative.defjvp(_derivative_jvp, symbolic_zeros=True)
+
+    @jax.custom_jvp
+    def matrix(X):
+        return adpoly.value(alg, X, poly(X, 0))
+
+    def _matrix_jvp(primals, tangents):
+        RULE_CALLS[tag + ".matrix"] += 1
+        (X,), (dX,) = primals, tangents
+        return matrix(X), derivative(X, dX)
+
+    matrix.defjvp(_matrix_jvp)
+
+    def make_eval(transpose: bool):
+        kind = "_T" if transpose else ""
+
+        def jacobian_derivative(X, Z, S):
+            return adpoly.jacobian_derivative(alg, X, Z, S, poly(X, 2), transpose)
+
+        @jax.custom_jvp
+        def jacobian(X, Z):
+            return adpoly.jacobian(alg, X, Z, poly(X, 1), transpose)
+
+        def _jacobian_jvp(primals, tangents):
+            RULE_CALLS[tag + ".jacobian" + kind] += 1
+            (X, Z), (dX, dZ) = primals, tangents
+            out = None if _zero(dX) else jacobian_derivative(X, Z, dX)
+            out = _add(out, None if _zero(dZ) else jacobian(X, dZ))
+            return _with_tangent(jacobian(X, Z), out)
+
+        jacobian.defjvp(_jacobian_jvp, symbolic_zeros=True)
+
+        @jax.custom_jvp
+        def apply(X, Z):
+            return adpoly.apply(alg, X, Z, poly(X, 0), transpose)
+
+        def _apply_jvp(primals, tangents):
+            RULE_CALLS[tag + ".apply" + kind] += 1
+            (X, Z), (dX, dZ) = primals, tangents
+            out = None if _zero(dX) else jacobian(X, Z) @ dX
+            out = _add(out, None if _zero(dZ) else apply(X, dZ))
+            return _with_tangent(apply(X, Z), out)
+
+        apply.defjvp(_apply_jvp, symbolic_zeros=True)
+        return apply, jacobian, jacobian_derivative
+
+    apply, jacobian, jacobian_derivative = make_eval(False)
+    apply_T, jacobian_T, jacobian_T_derivative = make_eval(True)
+
+    def hessian(X, Q, Z):
+        return adpoly.hessian(alg, X, Q, Z, poly(X, 2))
+
+    return SimpleNamespace(
+        matrix=matrix,
+        derivative=derivative,
+        second_derivative=second_derivative,
+        apply=apply,
+        jacobian=jacobian,
+        jacobian_derivative=jacobian_derivative,
+        apply_T=apply_T,
+        jacobian_T=jacobian_T,
+        jacobian_T_derivative=jacobian_T_derivative,
+        hessian=hessian,
+    )

@@ -1,0 +1,198 @@
+"""SE(3): twists X = (x, y) ∈ R⁶ (rotation first), poses H = [[R, r], [0, 1]], and the closed-form dexp family.
+
+Conventions (GUIDE §2): ``hat(X) = [[x̃, y], [0, 0]]``; ``ad_X = [[x̃, 0], [ỹ, x̃]]``; ``Ad_H = [[R, 0], [r̃R, R]]``;
+right-trivialised ``dexp_X`` (spatial twist ``V = dexp_X Ẋ``); body twist and rod strain use ``dexp_{−X}``, which is
+not ``dexp_Xᵀ`` on SE(3). The translation of ``exp(X)`` is ``dexp_x y`` (SO(3) dexp), not y (seed 000 eq. (4)).
+
+Seed 000 (Müller 2026): dexp, dexp⁻¹ eqs. (21)–(23); directional derivatives (28)–(29), (40)–(46); Jacobians of the
+evaluation maps (36), (37), (39); Hessians (47)–(51). Every closed form is evaluated by the ad-polynomial recursions of
+:mod:`jaxse3.lie.adpoly` with Taylor-switched coefficients (:mod:`jaxse3.lie.coefficients`). ``exp``, ``log``,
+``dexp``, ``dexp_inv``, ``d_dexp``, ``d_dexp_inv`` and the evaluation maps carry custom_jvp rules.
+
+Every function broadcasts over leading batch axes: ``(..., 6)``, ``(..., 4, 4)``, ``(..., 6, 6)``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxse3.lie import _api, coefficients, so3
+from jaxse3.lie._algebra import SE3, skew, unskew
+from jaxse3.lie._shapes import batched
+from jaxse3.lie.rules import RULE_CALLS
+
+__all__ = [
+    "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
+    "project", "from_rotation_translation", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv",
+    "dexp_apply", "dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac",
+    "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
+]  # fmt: skip
+
+_F = _api.build(SE3)
+dexp, dexp_inv, d_dexp, d_dexp_inv = _F.dexp, _F.dexp_inv, _F.d_dexp, _F.d_dexp_inv
+d2_dexp, d2_dexp_inv = _F.d2_dexp, _F.d2_dexp_inv
+dexp_apply, dexp_inv_apply, dexpT_apply, dexp_invT_apply = (
+    _F.dexp_apply, _F.dexp_inv_apply, _F.dexpT_apply, _F.dexp_invT_apply)  # fmt: skip
+dexp_jac, dexp_inv_jac, dexpT_jac, dexp_invT_jac = _F.dexp_jac, _F.dexp_inv_jac, _F.dexpT_jac, _F.dexp_invT_jac
+dexp_jac_dir, dexp_inv_jac_dir = _F.dexp_jac_dir, _F.dexp_inv_jac_dir
+dexpT_jac_dir, dexp_invT_jac_dir = _F.dexpT_jac_dir, _F.dexp_invT_jac_dir
+dexp_hess, dexp_inv_hess = _F.dexp_hess, _F.dexp_inv_hess
+
+
+def _pose(R, r):
+    bottom = jnp.array([[0.0, 0.0, 0.0, 1.0]], dtype=R.dtype)
+    return jnp.concatenate([jnp.concatenate([R, r[:, None]], axis=1), bottom], axis=0)
+
+
+@batched("(3,3),(3)->(4,4)", ("R", "r"), "from_rotation_translation")
+def from_rotation_translation(R, r):
+    """H = [[R, r], [0, 1]]."""
+    return _pose(R, r)
+
+
+def _hat(X):
+    return jnp.concatenate([jnp.concatenate([skew(X[:3]), X[3:, None]], axis=1), jnp.zeros((1, 4), X.dtype)], 0)
+
+
+@batched("(6)->(4,4)", ("X",), "hat")
+def hat(X):
+    """X̂ = [[x̃, y], [0, 0]] (seed 000 eq. (3)). ``(..., 6) -> (..., 4, 4)``."""
+    return _hat(X)
+
+
+@batched("(4,4)->(6)", ("M",), "vee")
+def vee(M):
+    """Inverse of :func:`hat`: (vee of the skew part of the rotation block, upper-right column)."""
+    return jnp.concatenate([unskew(M[:3, :3]), M[:3, 3]])
+
+
+@batched("(6)->(6,6)", ("X",), "ad")
+def ad(X):
+    """ad_X = [[x̃, 0], [ỹ, x̃]] (seed 000 eq. (19)); ad_X Y = vee([X̂, Ŷ])."""
+    return SE3.ad(X)
+
+
+@batched("(6)->(6,6)", ("U",), "adbar")
+def adbar(U):
+    """adbar_U = [[ũ, ṽ], [ṽ, 0]] (seed 000 eq. (38)), defined by ad_Xᵀ U = adbar_U X (it is not ad_Uᵀ)."""
+    return SE3.adbar(U)
+
+
+def _Ad(H):
+    R, rt = H[:3, :3], skew(H[:3, 3])
+    return jnp.block([[R, jnp.zeros_like(R)], [rt @ R, R]])
+
+
+@batched("(4,4)->(6,6)", ("H",), "Ad")
+def Ad(H):
+    """Ad_H = [[R, 0], [r̃R, R]], so that Ad_H Y = vee(H Ŷ H⁻¹) and Ad_{exp X} = expm(ad_X) (seed 001 (2.56), (2.59))."""
+    return _Ad(H)
+
+
+@batched("(4,4)->(6,6)", ("H",), "Ad_inv")
+def Ad_inv(H):
+    """Ad_{H⁻¹} = [[Rᵀ, 0], [−Rᵀr̃, Rᵀ]]."""
+    R, rt = H[:3, :3], skew(H[:3, 3])
+    return jnp.block([[R.T, jnp.zeros_like(R)], [-R.T @ rt, R.T]])
+
+
+@batched("(4,4)->(6,6)", ("H",), "coAd")
+def coAd(H):
+    """Coadjoint Ad*_H = Ad_H^{-T} = [[R, r̃R], [0, R]], acting on wrenches (moment, force)."""
+    R, rt = H[:3, :3], skew(H[:3, 3])
+    return jnp.block([[R, rt @ R], [jnp.zeros_like(R), R]])
+
+
+@batched("(4,4)->(4,4)", ("H",), "inv")
+def inv(H):
+    """H⁻¹ = [[Rᵀ, −Rᵀr], [0, 1]]."""
+    R = H[:3, :3]
+    return _pose(R.T, -R.T @ H[:3, 3])
+
+
+@batched("(4,4),(4,4)->(4,4)", ("H1", "H2"), "compose")
+def compose(H1, H2):
+    """H1 H2."""
+    return H1 @ H2
+
+
+@batched("(4,4),(3)->(3)", ("H", "p"), "act")
+def act(H, p):
+    """H applied to a point: R p + r."""
+    return H[:3, :3] @ p + H[:3, 3]
+
+
+@jax.custom_jvp
+def _exp(X):
+    R, V = so3.rodrigues(X[:3])
+    return _pose(R, V @ X[3:])  # translation dexp_x y (seed 000 eq. (4), (17))
+
+
+@_exp.defjvp
+def _exp_jvp(primals, tangents):
+    RULE_CALLS["se3.exp"] += 1
+    (X,), (dX,) = primals, tangents
+    H = _exp(X)
+    return H, _hat(dexp_apply.core(X, dX)) @ H  # (D_X exp)(U) = (dexp_X U)^ exp(X̂)  (seed 000 eq. (1))
+
+
+exp = batched("(6)->(4,4)", ("X",), "exp")(_exp)
+exp.__doc__ = """exp(X̂) = [[exp x̃, dexp_x y], [0, 1]] (seed 000 eqs. (4), (17)). ``(..., 6) -> (..., 4, 4)``.
+
+    Custom_jvp: ``(D_X exp)(U) = (dexp_X U)^ exp(X̂)``, differentiable again through ``dexp_apply``'s closed forms."""
+
+
+def log_core(H):
+    """Unbatched: x = log R (:func:`jaxse3.lie.so3.log_core`), y = dexp_x⁻¹ r = r − ½ x × r + ((1−γ)/φ²) x × (x × r)."""
+    x = so3.log_core(H[:3, :3])
+    r = H[:3, 3]
+    b2 = coefficients.evaluate(("so3_b2",), jnp.dot(x, x))[..., 0]
+    xr = jnp.cross(x, r)
+    return jnp.concatenate([x, r - 0.5 * xr + b2 * jnp.cross(x, xr)])
+
+
+@jax.custom_jvp
+def _log(H):
+    return log_core(H)
+
+
+@_log.defjvp
+def _log_jvp(primals, tangents):
+    RULE_CALLS["se3.log"] += 1
+    (H,), (dH,) = primals, tangents
+    X = _log(H)
+    R, r = H[:3, :3], H[:3, 3]
+    W = dH[:3, :3] @ R.T
+    dV = jnp.concatenate([unskew(W), dH[:3, 3] - W @ r])  # spatial twist vee(dH H⁻¹), rotation block skew-projected
+    return X, dexp_inv_apply.core(X, dV)
+
+
+log = batched("(4,4)->(6)", ("H",), "log")(_log)
+log.__doc__ = """Principal logarithm X = log H with rotation angle in [0, π]. ``(..., 4, 4) -> (..., 6)``.
+
+    Accurate at and near φ = π. H must be in SE(3); for other matrices the result is unspecified: use
+    :func:`log_checked` to verify, or :func:`project` first. Custom_jvp: ``dX = dexp_X⁻¹ vee(dH H⁻¹)``."""
+
+
+def pose_error(H):
+    """Unbatched: rotation error of the 3×3 block plus the deviation of the bottom row from (0, 0, 0, 1)."""
+    bottom = jnp.array([0.0, 0.0, 0.0, 1.0], H.dtype)
+    return so3.rotation_error(H[:3, :3]) + jnp.max(jnp.abs(H[3] - bottom))
+
+
+def log_checked(H, tol: float = 1e-6):
+    """:func:`log` with a runtime check (``equinox.error_if``, survives ``jit``) that H is in SE(3) to ``tol``."""
+
+    def core(H):
+        bad = pose_error(H) > tol
+        return _log(eqx.error_if(H, bad, f"se3.log_checked: argument 'H' is not in SE(3) (tol={tol})"))
+
+    return batched("(4,4)->(6)", ("H",), "log_checked")(core)(H)
+
+
+@batched("(4,4)->(4,4)", ("M",), "project")
+def project(M):
+    """Nearest element of SE(3): rotation block projected by :func:`jaxse3.lie.so3.project`, bottom row reset."""
+    return _pose(so3.project.core(M[:3, :3]), M[:3, 3])

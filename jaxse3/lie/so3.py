@@ -1,0 +1,195 @@
+"""SO(3): rotation vectors x ∈ R³ (φ = ‖x‖), rotation matrices R, and the closed-form dexp family.
+
+Conventions (docs/conventions.md, GUIDE §2): ``hat(x) z = x × z``; right-trivialised ``dexp_x`` with spatial angular
+velocity ``ω = dexp_x ẋ`` (seed 001 eq. (2.17)); body angular velocity ``ω_b = dexp_{−x} ẋ = dexp_xᵀ ẋ``.
+
+Exponential and logarithm: seed 001 eqs. (2.6), (2.13), (2.16); the logarithm (absent from both papers) is accurate
+up to and at φ = π. All scalar coefficients come from :mod:`jaxse3.lie.coefficients` (Taylor-switched, accurate over
+the whole range, finite derivatives at x = 0). ``exp``, ``log``, ``dexp``, ``dexp_inv``, ``d_dexp``, ``d_dexp_inv``
+and the evaluation maps carry custom_jvp rules (:mod:`jaxse3.lie.rules`).
+
+Every function broadcasts over leading batch axes: vectors ``(..., 3)``, matrices ``(..., 3, 3)``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxse3.lie import _api, coefficients
+from jaxse3.lie._algebra import SO3, skew, unskew
+from jaxse3.lie._shapes import batched
+from jaxse3.lie.rules import RULE_CALLS
+
+__all__ = [
+    "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
+    "project", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
+    "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir",
+    "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
+]  # fmt: skip
+
+_F = _api.build(SO3)
+dexp, dexp_inv, d_dexp, d_dexp_inv = _F.dexp, _F.dexp_inv, _F.d_dexp, _F.d_dexp_inv
+d2_dexp, d2_dexp_inv = _F.d2_dexp, _F.d2_dexp_inv
+dexp_apply, dexp_inv_apply, dexpT_apply, dexp_invT_apply = (
+    _F.dexp_apply, _F.dexp_inv_apply, _F.dexpT_apply, _F.dexp_invT_apply)  # fmt: skip
+dexp_jac, dexp_inv_jac, dexpT_jac, dexp_invT_jac = _F.dexp_jac, _F.dexp_inv_jac, _F.dexpT_jac, _F.dexp_invT_jac
+dexp_jac_dir, dexp_inv_jac_dir = _F.dexp_jac_dir, _F.dexp_inv_jac_dir
+dexpT_jac_dir, dexp_invT_jac_dir = _F.dexpT_jac_dir, _F.dexp_invT_jac_dir
+dexp_hess, dexp_inv_hess = _F.dexp_hess, _F.dexp_inv_hess
+
+
+@batched("(3)->(3,3)", ("x",), "hat")
+def hat(x):
+    """x̃, the skew matrix with x̃ z = x × z (seed 000 eq. (3)). ``(..., 3) -> (..., 3, 3)``."""
+    return skew(x)
+
+
+@batched("(3,3)->(3)", ("M",), "vee")
+def vee(M):
+    """Inverse of :func:`hat`, applied to the skew-symmetric part of M. ``(..., 3, 3) -> (..., 3)``."""
+    return unskew(M)
+
+
+@batched("(3)->(3,3)", ("x",), "ad")
+def ad(x):
+    """ad_x = x̃ on so(3). ``(..., 3) -> (..., 3, 3)``."""
+    return skew(x)
+
+
+@batched("(3)->(3,3)", ("u",), "adbar")
+def adbar(u):
+    """adbar_u with ad_xᵀ u = adbar_u x; on so(3) adbar_u = ũ. ``(..., 3) -> (..., 3, 3)``."""
+    return skew(u)
+
+
+@batched("(3,3)->(3,3)", ("R",), "Ad")
+def Ad(R):
+    """Adjoint representation, Ad_R = R."""
+    return R
+
+
+@batched("(3,3)->(3,3)", ("R",), "Ad_inv")
+def Ad_inv(R):
+    """Ad_{R⁻¹} = Rᵀ."""
+    return R.T
+
+
+@batched("(3,3)->(3,3)", ("R",), "coAd")
+def coAd(R):
+    """Coadjoint Ad*_R = Ad_R^{-T} = R."""
+    return R
+
+
+@batched("(3,3)->(3,3)", ("R",), "inv")
+def inv(R):
+    """R⁻¹ = Rᵀ."""
+    return R.T
+
+
+@batched("(3,3),(3,3)->(3,3)", ("R1", "R2"), "compose")
+def compose(R1, R2):
+    """R1 R2."""
+    return R1 @ R2
+
+
+@batched("(3,3),(3)->(3)", ("R", "p"), "act")
+def act(R, p):
+    """R p: the rotation applied to a vector."""
+    return R @ p
+
+
+def rodrigues(x: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Unbatched: (R, dexp_x) with R = I + α x̃ + (β/2) x̃² and dexp_x = I + (β/2) x̃ + δ x̃² (seed 001 (2.6), (2.13))."""
+    alpha, beta, delta = jnp.moveaxis(coefficients.evaluate(("alpha", "beta", "delta"), jnp.dot(x, x)), -1, 0)
+    K = skew(x)
+    K2 = K @ K
+    eye = jnp.eye(3, dtype=x.dtype)
+    return eye + alpha * K + (0.5 * beta) * K2, eye + (0.5 * beta) * K + delta * K2
+
+
+@jax.custom_jvp
+def _exp(x):
+    return rodrigues(x)[0]
+
+
+@_exp.defjvp
+def _exp_jvp(primals, tangents):
+    RULE_CALLS["so3.exp"] += 1
+    (x,), (dx,) = primals, tangents
+    R = _exp(x)
+    return R, skew(dexp_apply.core(x, dx)) @ R  # (D_x exp)(u) = (dexp_x u)~ exp(x̃)  (seed 001 eq. (1.3))
+
+
+exp = batched("(3)->(3,3)", ("x",), "exp")(_exp)
+exp.__doc__ = """Rotation matrix exp(x̃) = I + α x̃ + (β/2) x̃² (seed 001 eq. (2.6)). ``(..., 3) -> (..., 3, 3)``.
+
+    Custom_jvp: ``(D_x exp)(u) = (dexp_x u)~ exp(x̃)``, differentiable again through ``dexp_apply``'s closed forms."""
+
+
+def log_core(R: jnp.ndarray) -> jnp.ndarray:
+    """Unbatched principal logarithm, accurate for every angle in [0, π].
+
+    φ = atan2(‖s‖, c) with s = vee(R − Rᵀ)/2 = sin φ n and c = (tr R − 1)/2. For c ≥ 0 (φ ≤ π/2): x = s / sinc φ.
+    For c < 0 the axis comes from the symmetric part (R + Rᵀ)/2 − c I = (1 − c) n nᵀ (its largest column), with
+    the sign of s; this stays accurate at and near φ = π, where s → 0.
+    """
+    c = jnp.clip(0.5 * (jnp.trace(R) - 1.0), -1.0, 1.0)
+    s = unskew(R)
+    phi = jnp.arctan2(jnp.linalg.norm(s), c)
+    alpha = coefficients.evaluate(("alpha",), phi * phi)[..., 0]
+    x_small = s / alpha
+    B = 0.5 * (R + R.T) - c * jnp.eye(3, dtype=R.dtype)
+    k = jnp.argmax(jnp.diag(B))
+    large = c < 0
+    denom = jnp.where(large, B[k, k] * (1.0 - c), 1.0)
+    n = B[:, k] / jnp.sqrt(denom)
+    n = jnp.where(jnp.dot(n, s) < 0, -n, n)
+    return jnp.where(large, phi * n, x_small)
+
+
+@jax.custom_jvp
+def _log(R):
+    return log_core(R)
+
+
+@_log.defjvp
+def _log_jvp(primals, tangents):
+    RULE_CALLS["so3.log"] += 1
+    (R,), (dR,) = primals, tangents
+    x = _log(R)
+    # spatial angular velocity of the perturbation, then ẋ = dexp_x⁻¹ ω (seed 001 eq. (2.17))
+    return x, dexp_inv_apply.core(x, unskew(dR @ R.T))
+
+
+log = batched("(3,3)->(3)", ("R",), "log")(_log)
+log.__doc__ = """Principal logarithm x = log R with ‖x‖ ∈ [0, π]. ``(..., 3, 3) -> (..., 3)``.
+
+    Accurate at and near φ = π (see :func:`log_core`). R must be a rotation matrix; the result for other matrices is
+    unspecified: use :func:`log_checked` to verify, or :func:`project` first. Custom_jvp: ``dx = dexp_x⁻¹ vee(dR Rᵀ)``
+    (the skew part of dR Rᵀ, i.e. the tangent projected onto the rotation group)."""
+
+
+@batched("(3,3)->(3,3)", ("M",), "project")
+def project(M):
+    """Nearest rotation matrix to M in the Frobenius norm (polar decomposition by SVD, det fixed to +1)."""
+    u, _, vt = jnp.linalg.svd(M)
+    d = jnp.sign(jnp.linalg.det(u @ vt))
+    return u @ jnp.diag(jnp.array([1.0, 1.0, 1.0], M.dtype).at[2].set(d)) @ vt
+
+
+def rotation_error(R: jnp.ndarray) -> jnp.ndarray:
+    """max |RᵀR − I| + |det R − 1| over the trailing 3×3 matrix (unbatched helper for checks)."""
+    eye = jnp.eye(3, dtype=R.dtype)
+    return jnp.max(jnp.abs(R.T @ R - eye)) + jnp.abs(jnp.linalg.det(R) - 1.0)
+
+
+def log_checked(R, tol: float = 1e-6):
+    """:func:`log` with a runtime check (``equinox.error_if``, survives ``jit``) that R is a rotation to ``tol``."""
+
+    def core(R):
+        bad = rotation_error(R) > tol
+        return _log(eqx.error_if(R, bad, f"so3.log_checked: argument 'R' is not a rotation matrix (tol={tol})"))
+
+    return batched("(3,3)->(3)", ("R",), "log_checked")(core)(R)
