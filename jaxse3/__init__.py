@@ -4,7 +4,7 @@ Public modules: :mod:`jaxse3.so3`, :mod:`jaxse3.se3` (closed-form maps with anal
 ``jax.custom_jvp`` rules), :mod:`jaxse3.approx` (k-th order local approximations), :mod:`jaxse3.lie.coefficients`.
 """
 
-from jaxse3.lie import se3, so3
+from jaxse3.lie import approx, se3, so3
 
 __version__ = "0.1.0"
-__all__ = ["se3", "so3", "__version__"]
+__all__ = ["approx", "se3", "so3", "__version__"]

@@ -76,11 +76,11 @@ def derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.nda
     A, B = alg.ad(X), alg.ad(U)
     xi = jnp.dot(alg.rot(X), U)
     P = jnp.eye(alg.dim, dtype=X.dtype)
-    DP = jnp.zeros_like(P)
+    DP = None
     out = None
     for i in range(1, len(p.c)):
-        DP = B @ P + A @ DP
-        P = A @ P
+        DP = B if i == 1 else B @ P + A @ DP  # DP_1 = B: no product with the zero matrix
+        P = A if i == 1 else A @ P
         if _nz(p.c[i]):
             out = _acc(out, p.c[i] * DP)
         if _nz(p.cbar[i]):
@@ -94,13 +94,16 @@ def second_derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, S: jnp.ndarr
     x0 = alg.rot(X)
     xi_u, xi_s, sigma = jnp.dot(x0, U), jnp.dot(x0, S), jnp.dot(alg.rot(S), U)
     P = jnp.eye(alg.dim, dtype=X.dtype)
-    DPu = DPs = D2P = jnp.zeros_like(P)
+    DPu = DPs = D2P = None
     out = None
     for i in range(1, len(p.c)):
-        D2P = B @ DPs + C @ DPu + A @ D2P
-        DPu, DPs = B @ P + A @ DPu, C @ P + A @ DPs
-        P = A @ P
-        if _nz(p.c[i]):
+        if i == 1:  # D²P_1 = 0, DP_1 = ad, P_1 = A: skip products with zero/identity matrices
+            DPu, DPs, P = B, C, A
+        else:
+            D2P = B @ DPs + C @ DPu + (A @ D2P if D2P is not None else 0.0)
+            DPu, DPs = B @ P + A @ DPu, C @ P + A @ DPs
+            P = A @ P
+        if _nz(p.c[i]) and D2P is not None:
             out = _acc(out, p.c[i] * D2P)
         if _nz(p.cbar[i]):
             out = _acc(out, p.cbar[i] * (sigma * P + xi_u * DPs + xi_s * DPu))
@@ -127,11 +130,11 @@ def _jac_parts(alg: Algebra, A: jnp.ndarray, Z: jnp.ndarray, n: int, transpose: 
     Js = [jnp.zeros((alg.dim, alg.dim), Z.dtype)]
     At = A.T
     for i in range(1, n):
-        if transpose:  # J̄_i = Aᵀ J̄_{i−1} + adbar_{Z̄_{i−1}}  (eq. (39))
-            Js.append(At @ Js[-1] + alg.adbar(Zs[-1]))
+        if transpose:  # J̄_i = Aᵀ J̄_{i−1} + adbar_{Z̄_{i−1}}  (eq. (39)); J̄_0 = 0
+            Js.append(alg.adbar(Zs[-1]) + (At @ Js[-1] if i > 1 else 0.0))
             Zs.append(At @ Zs[-1])
-        else:  # J_i = A J_{i−1} − ad_{Z_{i−1}}  (Table 1, eq. (56))
-            Js.append(A @ Js[-1] - alg.ad(Zs[-1]))
+        else:  # J_i = A J_{i−1} − ad_{Z_{i−1}}  (Table 1, eq. (56)); J_0 = 0
+            Js.append(-alg.ad(Zs[-1]) + (A @ Js[-1] if i > 1 else 0.0))
             Zs.append(A @ Zs[-1])
     return Zs, Js
 
@@ -170,7 +173,7 @@ def jacobian_derivative(
     for i in range(1, len(p.c)):
         if i >= 2:
             corr = alg.adbar(Js[i - 1] @ S) if transpose else -alg.ad(Js[i - 1] @ S)
-            DJ = C @ Js[i - 1] + A @ DJ + corr
+            DJ = C @ Js[i - 1] + corr + (A @ DJ if i > 2 else 0.0)  # D_S J_1 = 0
         if _nz(p.c[i]) and i >= 2:
             out = _acc(out, p.c[i] * DJ)
         if _nz(p.cbar[i]):

@@ -184,7 +184,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 # --------------------------------------------------------------------------------------------------------------------
-# Switching thresholds (in φ) per dtype. Above them every closed form has ≲ 1e−14 (float64) / ≲ 1e−6 (float32)
+# Switching thresholds (in φ) per dtype. Above them every closed form has ≲ 1e−13 (float64) / ≲ 1e−5 (float32)
 # relative error (measured against mpmath in tests/lie/test_coefficients.py); below them the Taylor polynomials are
 # used. The series of the b-family (and of γ, 1/sinc) converge only for φ < 2π, so the thresholds stay well inside.
 _PHI0 = {np.dtype(np.float64): 3.2, np.dtype(np.float32): 4.2, np.dtype(np.float16): 4.2}

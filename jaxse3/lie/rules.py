@@ -40,13 +40,16 @@ __all__ = ["make_family", "family_poly", "RULE_CALLS"]
 #: Trace-time counter of custom_jvp rule invocations, keyed by "<algebra>.<function>".
 RULE_CALLS: collections.Counter = collections.Counter()
 
+#: coefficients that are constants: passed as Python floats so that zero terms are skipped at trace time
+_CONSTANT = {"b1": {"": -0.5, "_bar": 0.0, "_brev": 0.0}}
+
 _NAMES = {"dexp": ("a1", "a2", "a3", "a4"), "dexp_inv": ("b1", "b2", None, "b4")}
 
 
 def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int) -> adpoly.Poly:
     """The exact coefficients (c, c̄, c̆) of dexp (eq. (23)) or dexp⁻¹ at X, up to derivative ``level`` (0, 1, 2)."""
     base = _NAMES[family]
-    names = [n for n in base if n is not None]
+    names = [n for n in base if n is not None and n not in _CONSTANT]
     suffixes = ["", "_bar", "_brev"][: level + 1]
     wanted = [n + s for s in suffixes for n in names]
     vals = coefficients.evaluate(wanted, alg.angle2(X))
@@ -55,7 +58,9 @@ def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int) -> adpoly
     def row(suffix: str, lead: float):
         if suffix not in suffixes:
             return (0.0,) * 5
-        return (lead,) + tuple(0.0 if n is None else lookup[n + suffix] for n in base)
+        return (lead,) + tuple(
+            0.0 if n is None else _CONSTANT[n][suffix] if n in _CONSTANT else lookup[n + suffix] for n in base
+        )
 
     return adpoly.Poly(row("", 1.0), row("_bar", 0.0), row("_brev", 0.0))
 

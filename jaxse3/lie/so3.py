@@ -20,6 +20,20 @@ import jax.numpy as jnp
 from jaxse3.lie import _api, coefficients
 from jaxse3.lie._algebra import SO3, skew, unskew
 from jaxse3.lie._shapes import batched
+from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
+    cay_so3 as cay,
+    cay_inv_so3 as cay_inv,
+    dcay_so3 as dcay,
+    dcay_inv_so3 as dcay_inv,
+    d_dcay_so3 as d_dcay,
+    d_dcay_inv_so3 as d_dcay_inv,
+    cay_half_so3 as cay_half,
+    cay_half_inv_so3 as cay_half_inv,
+    dcay_half_so3 as dcay_half,
+    dcay_half_inv_so3 as dcay_half_inv,
+    d_dcay_half_so3 as d_dcay_half,
+    d_dcay_half_inv_so3 as d_dcay_half_inv,
+)
 from jaxse3.lie.rules import RULE_CALLS
 
 __all__ = [
@@ -27,6 +41,7 @@ __all__ = [
     "project", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
     "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir",
     "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
+    "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv", "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv",
 ]  # fmt: skip
 
 _F = _api.build(SO3)

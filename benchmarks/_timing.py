@@ -1,0 +1,87 @@
+"""Small timing helper shared by the benchmarks: compile once (timed separately), then the median of repeated calls.
+
+Every measured call is followed by ``jax.block_until_ready``, so the numbers are latencies of finished computations,
+not of asynchronous dispatch. Very short calls (batch 1) are looped ``number`` times per sample, with ``number``
+chosen so that one sample lasts at least ``min_sample_s``; the reported time is per call.
+
+:func:`time_group` times several cases *interleaved* (round-robin: one sample of each case, then the next round), so
+that slow drifts in machine load hit all cases of a comparison alike and their ratios stay meaningful on a shared
+machine. :func:`time_jit` times one function on its own.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import jax
+
+
+@dataclass
+class Timing:
+    compile_s: float  # trace + lower + XLA compile of the jitted function
+    flops: float  # XLA cost analysis of the compiled executable (load-independent); nan if unavailable
+    bytes_accessed: float
+    number: int = 1  # calls per sample
+    samples: list = field(default_factory=list)  # seconds per call, one entry per sample
+    out: Any = None  # the result of the last call (for correctness checks)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples)
+
+
+def _compile(fn: Callable, args: Sequence) -> tuple[Callable, Timing]:
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    try:
+        cost = compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        flops, nbytes = float(cost.get("flops", "nan")), float(cost.get("bytes accessed", "nan"))
+    except Exception:  # noqa: BLE001 - cost analysis is best-effort
+        flops = nbytes = float("nan")
+    return compiled, Timing(compile_s, flops, nbytes)
+
+
+def _sample(compiled: Callable, args: Sequence, number: int):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        out = jax.block_until_ready(compiled(*args))
+    return (time.perf_counter() - t0) / number, out
+
+
+def time_group(
+    cases: Sequence[tuple[Callable, Sequence]], repeats: int = 7, min_sample_s: float = 0.02, max_number: int = 2000
+) -> list[Timing]:
+    """Jit-compile every ``(fn, args)`` (timed), then time them round-robin; one :class:`Timing` per case."""
+    compiled, timings = zip(*(_compile(fn, args) for fn, args in cases))
+    for c, tm, (_, args) in zip(compiled, timings, cases):
+        _sample(c, args, 1)  # warm-up (first-call allocations)
+        one, tm.out = _sample(c, args, 1)
+        tm.number = int(min(max_number, max(1, min_sample_s / max(one, 1e-7))))
+    for _ in range(repeats):
+        for c, tm, (_, args) in zip(compiled, timings, cases):
+            s, tm.out = _sample(c, args, tm.number)
+            tm.samples.append(s)
+    return list(timings)
+
+
+def time_jit(fn: Callable, *args, repeats: int = 7, min_sample_s: float = 0.02, max_number: int = 2000) -> Timing:
+    """Jit-compile ``fn`` for ``args`` (timed), then time it: median over ``repeats`` samples, per call."""
+    return time_group([(fn, args)], repeats, min_sample_s, max_number)[0]
+
+
+def fmt_time(seconds: float) -> str:
+    """Human-readable duration: ns, µs, ms or s with three significant digits."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale or unit == "ns":
+            v = seconds / scale
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    raise AssertionError

@@ -1,0 +1,133 @@
+"""Every closed form against autodiff of a plain reference (tests/lie/reference.py) and central finite differences.
+
+Points: exactly zero rotation, tiny angles, random, and both sides of the Taylor/closed-form switch (conftest.ANGLES).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from tests.lie import reference as ref
+from tests.lie.conftest import ANGLES, point, vectors
+
+RTOL = 1e-11
+
+
+def close(a, b, rtol=RTOL):
+    a, b = np.asarray(a), np.asarray(b)
+    scale = max(np.abs(b).max(), 1.0)
+    assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * scale)
+
+
+def fd(f, X, U, h=1e-5):
+    """Fourth-order central difference of f along U."""
+    return (-f(X + 2 * h * U) + 8 * f(X + h * U) - 8 * f(X - h * U) + f(X - 2 * h * U)) / (12 * h)
+
+
+@pytest.mark.parametrize("phi", ANGLES)
+def test_maps_against_reference(group, phi):
+    G, n = group
+    X = jnp.asarray(point(n, phi))
+    close(G.exp(X), ref.exp(X))
+    close(G.dexp(X), ref.dexp(X))
+    close(G.dexp_inv(X), ref.dexp_inv(X))
+    (Y,) = vectors(n, 1)
+    close(G.dexp(X) @ Y, ref.dexp_from_definition(X, jnp.asarray(Y)))
+    H = ref.exp(X)
+    if phi < np.pi:
+        close(G.log(H), X)
+    else:  # principal logarithm: a different chart, same group element
+        assert np.linalg.norm(G.log(H)[:3]) <= np.pi
+        close(G.exp(G.log(H)), H)
+
+
+@pytest.mark.parametrize("phi", ANGLES)
+@pytest.mark.parametrize("inverse", [False, True])
+def test_first_and_second_derivatives(group, phi, inverse):
+    G, n = group
+    X = jnp.asarray(point(n, phi))
+    U, S, Z, Q = map(jnp.asarray, vectors(n, 4))
+    F_ref = ref.dexp_inv if inverse else ref.dexp
+    name = "dexp_inv" if inverse else "dexp"
+    d, d2 = getattr(G, "d_" + name), getattr(G, "d2_" + name)
+    jac, hess = getattr(G, name + "_jac"), getattr(G, name + "_hess")
+    jacT = getattr(G, ("dexp_invT" if inverse else "dexpT") + "_jac")
+    jac_dir = getattr(G, name + "_jac_dir")
+
+    dF = lambda X, U: jax.jvp(F_ref, (X,), (U,))[1]  # noqa: E731
+    close(d(X, U), dF(X, U))
+    close(d2(X, U, S), jax.jvp(lambda X: dF(X, U), (X,), (S,))[1])
+    close(d2(X, U, S), d2(X, S, U))  # symmetric
+    close(jac(X, Z), jax.jacfwd(lambda X: F_ref(X) @ Z)(X))
+    close(jacT(X, Z), jax.jacfwd(lambda X: F_ref(X).T @ Z)(X))
+    H = hess(X, Q, Z)
+    close(H, jax.hessian(lambda X: Q @ F_ref(X) @ Z)(X))
+    close(H, H.T)
+    close(S @ H @ U, Q @ d2(X, U, S) @ Z)  # Sᵀ H U = Qᵀ (D²F)(U)(S) Z
+    close(jac_dir(X, Z, S), jax.jvp(lambda X: jax.jacfwd(lambda X: F_ref(X) @ Z)(X), (X,), (S,))[1])
+    close(Q @ jac_dir(X, Z, S), H @ S)
+
+    # central finite differences (independent of autodiff)
+    F = getattr(G, name)
+    close(fd(F, X, U), d(X, U), rtol=1e-8)
+    close(fd(lambda X: d(X, U), X, S), d2(X, U, S), rtol=1e-8)
+    close(fd(lambda X: F(X) @ Z, X, U), jac(X, Z) @ U, rtol=1e-8)
+
+
+def test_inverse_identity_for_derivative(group):
+    """D dexp⁻¹(U) = −dexp⁻¹ · D dexp(U) · dexp⁻¹ (digest 000 §2.8)."""
+    G, n = group
+    X = jnp.asarray(point(n, 1.3))
+    (U,) = map(jnp.asarray, vectors(n, 1))
+    Fi = G.dexp_inv(X)
+    close(G.d_dexp_inv(X, U), -Fi @ G.d_dexp(X, U) @ Fi)
+
+
+def test_limits_at_zero(group):
+    """(33) and the Jacobian limits of Lemmas 4.6/4.8 at X = 0 exactly."""
+    G, n = group
+    X = jnp.zeros(n)
+    U, Z = map(jnp.asarray, vectors(n, 2))
+    close(G.d_dexp(X, U), 0.5 * G.ad(U))
+    close(G.d_dexp_inv(X, U), -0.5 * G.ad(U))
+    close(G.dexp_jac(X, Z), -0.5 * G.ad(Z))
+    close(G.dexp_inv_jac(X, Z), 0.5 * G.ad(Z))
+    close(G.dexpT_jac(X, Z), 0.5 * G.adbar(Z))
+
+
+def test_se3_block_structure_matches_so3():
+    """Seed 000 (11), (65), (66), (68): the 6×6 forms decompose into SO(3) derivatives (an independent cross-check)."""
+    from jaxse3 import se3, so3
+
+    X = jnp.asarray(point(6, 1.1))
+    U = jnp.asarray(vectors(6, 1)[0])
+    x, y, u, v = X[:3], X[3:], U[:3], U[3:]
+    for F, f, d, d2 in [
+        (se3.dexp, so3.dexp, so3.d_dexp, so3.d2_dexp),
+        (se3.dexp_inv, so3.dexp_inv, so3.d_dexp_inv, so3.d2_dexp_inv),
+    ]:
+        M = F(X)
+        close(M[:3, 3:], np.zeros((3, 3)))
+        close(M[:3, :3], f(x))
+        close(M[3:, 3:], f(x))
+        close(M[3:, :3], d(x, y))  # (65)/(66): lower-left block = (D_x dexp)(y)
+    dM = se3.d_dexp(X, U)  # (68), (70a): D_X Ddexp(U) = (D²_x dexp)(y)(u) + (D_x dexp)(v)
+    close(dM[:3, :3], so3.d_dexp(x, u))
+    close(dM[3:, :3], so3.d2_dexp(x, y, u) + so3.d_dexp(x, v))
+    dMi = se3.d_dexp_inv(X, U)  # (69), corrected (70b)
+    close(dMi[3:, :3], so3.d2_dexp_inv(x, y, u) + so3.d_dexp_inv(x, v))
+
+
+def test_block_limits_71():
+    """(71): (D_0 Ddexp)(U) = ½ṽ + (ỹũ + ũỹ)/6 and (D_0 Ddexp⁻¹)(U) = −½ṽ + (ỹũ + ũỹ)/12 (x = 0, y fixed)."""
+    from jaxse3 import se3, so3
+
+    rng = np.random.default_rng(3)
+    y, u, v = (jnp.asarray(rng.normal(size=3)) for _ in range(3))
+    X = jnp.concatenate([jnp.zeros(3), y])
+    U = jnp.concatenate([u, v])
+    yt, ut, vt = so3.hat(y), so3.hat(u), so3.hat(v)
+    close(se3.d_dexp(X, U)[3:, :3], 0.5 * vt + (yt @ ut + ut @ yt) / 6)
+    close(se3.d_dexp_inv(X, U)[3:, :3], -0.5 * vt + (yt @ ut + ut @ yt) / 12)
