@@ -7,3 +7,6 @@ from jaxse3.integrate.group_state import LieGroupElement, LieODETerm, SE3Element
 from jaxse3.integrate.local_coordinates import LocalCoordinateField, from_local, solve_recharted, zero_coordinates
 from jaxse3.integrate.rkmk import RKMK, RKMK4, LieEuler, LieHermiteInterpolation, RKMKBosh3, RKMKDopri5, RKMKHeun
 from jaxse3.integrate.tableaux import BOSH3, DOPRI5, EULER, HEUN, RK4, ButcherTableau
+from jaxse3.integrate._newton import newton_statistics
+from jaxse3.integrate.generalized_alpha import GeneralizedAlpha, GeneralizedAlphaState, LieGroupMechanicalTerm
+from jaxse3.integrate.newmark import Newmark, NewmarkState, SecondOrderResidualTerm

@@ -1,0 +1,166 @@
+"""Newmark-β for second-order systems given as a residual, as a diffrax solver.
+
+Seed 003 (Mathew et al., GVS rods), §3.2, eqs. (10)–(12). The model is an implicit second-order ODE in vector
+coordinates ``q ∈ Rⁿ``:
+
+    r(t, q, q̇, q̈, args) = 0          e.g.  r = ID(q, q̇, q̈) − τ(t, q, q̇)   (inverse dynamics minus applied forces).
+
+Step n → n+1 with h = t_{n+1} − t_n (the standard Newmark update, which eq. (10) writes solved for q̇, q̈):
+
+    q_{n+1} = q_n + h q̇_n + h²(½ − β) q̈_n + h²β q̈_{n+1},      q̇_{n+1} = q̇_n + h(1 − γ) q̈_n + hγ q̈_{n+1},
+
+and Newton on q̈_{n+1} (guess q̈_n) for ``r(t_{n+1}, q_{n+1}, q̇_{n+1}, q̈_{n+1}) = 0`` with the Jacobian (eq. (12),
+divided by 1/(βh²) because the unknown is q̈ instead of q):
+
+    J = ∂r/∂q̈ + γh ∂r/∂q̇ + βh² ∂r/∂q.
+
+The partial Jacobians come from the term's ``jacobian`` function when given (e.g. analytical ID derivatives), otherwise
+from ``jax.jacfwd`` of r (which runs the custom_jvp rules of whatever r calls). β = ¼, γ = ½ (the default) is the
+trapezoidal rule: second order, no numerical damping, energy-conserving for linear undamped systems.
+
+Newton convergence: ``βh² ‖r‖_∞ ≤ tol`` (r converted to ``∂r/∂q̈ × displacement`` units, e.g. mass × length for
+mechanics), checked before each update. Iterations are counted in the solver state
+(:func:`jaxse3.integrate.generalized_alpha.newton_statistics` reads them); a step that does not converge within
+``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises (or reports it with
+``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by the same Newton iteration
+(checked with ``eqx.error_if``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from diffrax import AbstractSolver, AbstractTerm, LocalLinearInterpolation, RESULTS
+
+from jaxse3.integrate._newton import newton, unwrap_term
+
+__all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
+
+
+def _check_vector(y0):
+    q0, qd0 = y0
+    if jnp.ndim(q0) != 1 or jnp.shape(q0) != jnp.shape(qd0):
+        raise ValueError(f"Newmark: y0 must be (q, qd), two vectors of the same shape (n,), got "
+                         f"{jnp.shape(q0)} and {jnp.shape(qd0)}")
+
+
+class SecondOrderResidualTerm(AbstractTerm):
+    """The implicit second-order system ``r(t, q, q̇, q̈, args) = 0`` with ``q`` a vector ``(n,)``.
+
+    Attributes:
+        residual: ``residual(t, q, qd, qdd, args) -> (n,)``.
+        jacobian: optional ``jacobian(t, q, qd, qdd, args) -> (∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``, each ``(n, n)``; when None,
+            ``jax.jacfwd`` of ``residual``.
+
+    As a diffrax term, ``vf(t, (q, q̇), args)`` returns ``(q̇, q̈)`` with q̈ solving r = 0 (Newton from q̈ = 0).
+    """
+
+    residual: Callable[..., jax.Array]
+    jacobian: Callable[..., tuple[jax.Array, jax.Array, jax.Array]] | None = None
+
+    def partials(self, t, q, qd, qdd, args) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        """``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at one point."""
+        r = self.residual(t, q, qd, qdd, args)
+        if self.jacobian is not None:
+            return (r, *self.jacobian(t, q, qd, qdd, args))
+        return (r, *jax.jacfwd(self.residual, argnums=(1, 2, 3))(t, q, qd, qdd, args))
+
+    def solve_acceleration(self, t, q, qd, args, tol: float, max_iters: int, scale=1.0):
+        """q̈ with ``r(t, q, q̇, q̈) = 0`` by Newton from q̈ = 0 (test ``scale ‖r‖_∞ ≤ tol``); a NewtonResult."""
+        _check_vector((q, qd))
+
+        def fun(x, p):
+            term, t_, q_, qd_, args_ = p
+            r, _, _, dr_dqdd = term.partials(t_, q_, qd_, x, args_)
+            return scale * r, scale * dr_dqdd
+
+        return newton(fun, jnp.zeros_like(qd), (self, t, q, qd, args), tol, max_iters)
+
+    def vf(self, t, y, args):
+        q, qd = y
+        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        return qd, eqx.error_if(sol.x, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
+
+    def contr(self, t0, t1, **kwargs):
+        return t1 - t0
+
+    def prod(self, vf, control):
+        return jax.tree_util.tree_map(lambda x: x * control, vf)
+
+
+class NewmarkState(eqx.Module):
+    """Solver state carried between steps."""
+
+    acceleration: jax.Array  # q̈_n
+    newton_iterations: jax.Array  # total Newton updates since t0 (int32)
+    max_newton_iterations: jax.Array  # largest number of updates in one step (int32)
+
+
+class Newmark(AbstractSolver):
+    """Newmark-β (seed 003 eqs. (10)–(12)), fixed step, implicit; order 2 for γ = ½ (order 1 otherwise).
+
+    Use with :class:`SecondOrderResidualTerm`, ``y0 = (q0, qd0)`` (vectors) and a fixed ``dt0``. Dense output is
+    linear between steps.
+
+    Attributes:
+        beta, gamma: Newmark parameters (default ¼, ½: trapezoidal, unconditionally stable, no damping).
+        tol: Newton tolerance on ``βh² ‖r‖_∞``.
+        max_iters: Newton updates allowed per step before the step is reported as failed.
+    """
+
+    term_structure: ClassVar = SecondOrderResidualTerm
+    interpolation_cls: ClassVar[Callable[..., LocalLinearInterpolation]] = LocalLinearInterpolation
+
+    beta: float | jax.Array = 0.25
+    gamma: float | jax.Array = 0.5
+    tol: float = 1e-10
+    max_iters: int = eqx.field(static=True, default=20)
+
+    def order(self, terms):
+        return 2
+
+    def init(self, terms, t0, t1, y0, args) -> NewmarkState:
+        terms = unwrap_term(terms, SecondOrderResidualTerm)
+        q0, qd0 = y0
+        h = t1 - t0
+        sol = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
+        qdd0 = eqx.error_if(sol.x, ~sol.converged, "Newmark.init: Newton for the initial acceleration did not converge")
+        zero = jnp.asarray(0, jnp.int32)
+        return NewmarkState(qdd0, zero, zero)
+
+    def predict(self, h, y0, qdd0, qdd1):
+        """(q_{n+1}, q̇_{n+1}) from the Newmark update for a given q̈_{n+1}."""
+        q0, qd0 = y0
+        beta, gamma = self.beta, self.gamma
+        q1 = q0 + h * qd0 + h * h * (0.5 - beta) * qdd0 + h * h * beta * qdd1
+        qd1 = qd0 + h * (1.0 - gamma) * qdd0 + h * gamma * qdd1
+        return q1, qd1
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del made_jump
+        terms = unwrap_term(terms, SecondOrderResidualTerm)
+
+        def fun(x, p):
+            solver, term, t1_, h, y0_, qdd0, args_ = p
+            q, qd = solver.predict(h, y0_, qdd0, x)
+            r, dq, dqd, dqdd = term.partials(t1_, q, qd, x, args_)
+            scale = solver.beta * h * h
+            return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
+
+        h = t1 - t0
+        qdd0 = solver_state.acceleration
+        sol = newton(fun, qdd0, (self, terms, t1, h, y0, qdd0, args), self.tol, self.max_iters)
+        y1 = self.predict(h, y0, qdd0, sol.x)
+        state = NewmarkState(
+            sol.x,
+            solver_state.newton_iterations + sol.iterations,
+            jnp.maximum(solver_state.max_newton_iterations, sol.iterations),
+        )
+        result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
+        return y1, None, dict(y0=y0, y1=y1), state, result
+
+    def func(self, terms, t0, y0, args):
+        return unwrap_term(terms, SecondOrderResidualTerm).vf(t0, y0, args)
