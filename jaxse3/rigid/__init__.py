@@ -1,0 +1,24 @@
+"""Rigid multibody dynamics on kinematic trees (issue 4; seed 002): model, URDF import, kinematics, RNEA, CRBA,
+forward dynamics, and the analytical derivatives of inverse/forward dynamics.
+
+Conventions (GUIDE §2): spatial vectors angular first (twists (ω, v), wrenches (moment, force)); spherical joints
+store unit quaternions (w, x, y, z), free joints position (3) then quaternion (w, x, y, z); their velocities are body
+twists in the child frame; derivatives with respect to q are taken in the tangent space with the right perturbation
+``q ⊕ δ = q·exp(δ̂)`` (:func:`integrate`). Pinocchio conventions are converted in :mod:`jaxse3.rigid.interop` only.
+"""
+
+from jaxse3.rigid import absolute, interop
+from jaxse3.rigid.builders import ModelBuilder, auto_tree
+from jaxse3.rigid.configuration import difference, integrate, neutral_configuration, random_configuration
+from jaxse3.rigid.crba import crba
+from jaxse3.rigid.forward_dynamics import forward_dynamics, nonlinear_effects
+from jaxse3.rigid.kinematics import body_jacobians, forward_kinematics
+from jaxse3.rigid.model import Model, spatial_inertia
+from jaxse3.rigid.rnea import rnea  # replaced by the custom_jvp-wrapped rnea of rnea_derivatives once it lands
+from jaxse3.rigid.urdf import from_urdf
+
+__all__ = [
+    "absolute", "Model", "ModelBuilder", "auto_tree", "from_urdf", "spatial_inertia", "interop",
+    "integrate", "difference", "neutral_configuration", "random_configuration",
+    "forward_kinematics", "body_jacobians", "rnea", "crba", "nonlinear_effects", "forward_dynamics",
+]  # fmt: skip

@@ -1,0 +1,164 @@
+"""The rigid multibody model: a kinematic tree of bodies connected by joints (seed 002 digest §1.2; GUIDE §3).
+
+``Model`` is an ``equinox.Module``: the topology and sizes are static fields (one ``jit`` per topology), the
+placements, joint axes, inertias and gravity are array leaves (``vmap``-able over parameters).
+
+Conventions (GUIDE §2, Featherstone):
+
+* bodies are numbered topologically, ``parents[i] < i``, ``-1`` for a body attached to the world; joint i connects
+  body i to its parent and body i's frame is the joint's child frame;
+* spatial vectors are angular first: twists (ω, v), wrenches (moment, force);
+* ``joint_placements[i]`` is the pose (4×4) of joint i's parent-side frame in the parent body's frame (``X_tree``);
+  the child frame then moves by the joint transform of :mod:`jaxse3.rigid.joints`;
+* ``inertias[i]`` is body i's spatial inertia in its own frame, ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]``;
+* q and v are the concatenation of the joint slices in body order (``q_index``, ``v_index``); spherical joints store
+  a unit quaternion (w, x, y, z), free joints the position (3) then a unit quaternion (w, x, y, z); their velocities
+  are body angular velocities / body twists (ω, v) in the child frame (see :mod:`jaxse3.rigid.joints`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from jaxse3.rigid import joints as _joints
+from jaxse3.rigid._spatial import skew
+
+__all__ = ["Model", "spatial_inertia", "check_vector", "TreeMatrices", "tree_matrices"]
+
+
+class Model(eqx.Module):
+    """A kinematic tree with rigid bodies and revolute/prismatic/helical/spherical/free joints (fixed ones merged).
+
+    Build it with :class:`jaxse3.rigid.ModelBuilder`, :func:`jaxse3.rigid.from_urdf` or
+    :func:`jaxse3.rigid.auto_tree`; the constructor only checks consistency.
+    """
+
+    parents: tuple[int, ...] = eqx.field(static=True)
+    joint_types: tuple[str, ...] = eqx.field(static=True)
+    nq: int = eqx.field(static=True)
+    nv: int = eqx.field(static=True)
+    q_index: tuple[int, ...] = eqx.field(static=True)
+    v_index: tuple[int, ...] = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+    joint_placements: Array  # (nb, 4, 4)
+    joint_axes: Array  # (nb, 6); (a, 0) revolute, (0, a) prismatic, (a, h a) helical; unused for multi-DoF joints
+    inertias: Array  # (nb, 6, 6)
+    gravity: Array  # (3,)
+
+    def __init__(self, parents, joint_types, joint_placements, joint_axes, inertias, gravity=(0.0, 0.0, -9.81),
+                 names=None):  # fmt: skip
+        parents, joint_types = tuple(int(p) for p in parents), tuple(str(t) for t in joint_types)
+        nb = len(parents)
+        if len(joint_types) != nb:
+            raise ValueError(f"Model: {len(joint_types)} joint types for {nb} bodies")
+        for i, (p, t) in enumerate(zip(parents, joint_types)):
+            if not -1 <= p < i:
+                raise ValueError(f"Model: parents[{i}] = {p} breaks the topological order (need -1 <= parent < {i})")
+            if t not in _joints.JOINT_TYPES:
+                raise ValueError(f"Model: joint {i} has unknown type {t!r}; expected one of {_joints.JOINT_TYPES}")
+        self.parents, self.joint_types = parents, joint_types
+        self.names = tuple(names) if names is not None else tuple(f"joint{i}" for i in range(nb))
+        nqs, nvs = [_joints.NQ[t] for t in joint_types], [_joints.NV[t] for t in joint_types]
+        self.q_index, self.v_index = tuple(int(x) for x in np.cumsum([0] + nqs[:-1])), tuple(
+            int(x) for x in np.cumsum([0] + nvs[:-1]))  # fmt: skip
+        self.nq, self.nv = int(sum(nqs)), int(sum(nvs))
+        self.joint_placements = jnp.asarray(joint_placements)
+        self.joint_axes = jnp.asarray(joint_axes)
+        self.inertias = jnp.asarray(inertias)
+        self.gravity = jnp.asarray(gravity, dtype=self.inertias.dtype)
+        for name, arr, shape in (("joint_placements", self.joint_placements, (nb, 4, 4)),
+                                 ("joint_axes", self.joint_axes, (nb, 6)), ("inertias", self.inertias, (nb, 6, 6)),
+                                 ("gravity", self.gravity, (3,))):  # fmt: skip
+            if arr.shape[-len(shape):] != shape:
+                raise ValueError(f"Model: {name} must have shape {shape}, got {arr.shape}")
+
+    @property
+    def nb(self) -> int:
+        """Number of (movable) bodies = number of joints."""
+        return len(self.parents)
+
+    def q_slice(self, i: int) -> slice:
+        """Slice of joint i's configuration in q."""
+        return slice(self.q_index[i], self.q_index[i] + _joints.NQ[self.joint_types[i]])
+
+    def v_slice(self, i: int) -> slice:
+        """Slice of joint i's velocity in v (and of its generalised force in τ)."""
+        return slice(self.v_index[i], self.v_index[i] + _joints.NV[self.joint_types[i]])
+
+    def ancestors(self, i: int) -> tuple[int, ...]:
+        """Bodies on the path from body i to the root, i first (the support of joint i: j ⪯ i)."""
+        path = []
+        while i >= 0:
+            path.append(i)
+            i = self.parents[i]
+        return tuple(path)
+
+    def children(self, i: int) -> tuple[int, ...]:
+        """Direct children of body i (i = -1: the bodies attached to the world)."""
+        return tuple(k for k, p in enumerate(self.parents) if p == i)
+
+
+def spatial_inertia(mass, com, inertia_com):
+    """Spatial inertia about the frame origin, angular first: ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]``.
+
+    ``mass`` scalar, ``com`` (3,) centre of mass in the body frame, ``inertia_com`` (3, 3) rotational inertia about the
+    centre of mass in body-frame axes. Numpy in, numpy out (used by the builders); also works on JAX arrays.
+    """
+    xp = jnp if any(isinstance(x, jnp.ndarray) for x in (mass, com, inertia_com)) else np
+    c = xp.asarray(com)
+    C = xp.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]]) if xp is np else skew(c)
+    top = xp.concatenate([xp.asarray(inertia_com) + mass * C @ C.T, mass * C], axis=1)
+    bottom = xp.concatenate([mass * C.T, mass * xp.eye(3)], axis=1)
+    return xp.concatenate([top, bottom], axis=0)
+
+
+def check_vector(fname: str, model: Model, name: str, x, size_name: str):
+    """Trace-time check that ``x`` is a vector of length ``model.nq`` or ``model.nv``; returns it as a float array."""
+    size = getattr(model, size_name)
+    x = jnp.asarray(x)
+    if x.shape != (size,):
+        raise ValueError(f"{fname}: {name} must have shape ({size_name},) = ({size},), got {x.shape} "
+                         f"(vmap over batches of states)")  # fmt: skip
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(model.inertias.dtype)
+    return x
+
+
+class TreeMatrices(NamedTuple):
+    """Constant index and 0/1 arrays of a tree (numpy, built at trace time from the static topology).
+
+    ``joint[a]``: body (joint) of DoF a; ``support[i, k] = 1`` iff i ⪯ k (i on the path from k to the root);
+    ``body_dof[i, a] = 1`` iff joint(a) ⪯ i; ``levels``: body indices grouped by depth (roots first).
+    """
+
+    joint: np.ndarray  # (nv,) int
+    support: np.ndarray  # (nb, nb)
+    body_dof: np.ndarray  # (nb, nv)
+    levels: tuple[np.ndarray, ...]
+
+
+@functools.lru_cache(maxsize=None)
+def _tree_matrices(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> TreeMatrices:
+    nb = len(parents)
+    support = np.eye(nb)
+    depth = np.zeros(nb, dtype=int)
+    for k in range(nb):
+        i = parents[k]
+        depth[k] = 0 if i < 0 else depth[i] + 1
+        while i >= 0:
+            support[i, k] = 1.0
+            i = parents[i]
+    joint = np.repeat(np.arange(nb), [_joints.NV[t] for t in joint_types])
+    levels = tuple(np.flatnonzero(depth == d) for d in range(depth.max() + 1))
+    return TreeMatrices(joint, support, support[joint].T.copy(), levels)
+
+
+def tree_matrices(model: Model) -> TreeMatrices:
+    """The :class:`TreeMatrices` of ``model`` (cached per topology)."""
+    return _tree_matrices(model.parents, model.joint_types)
