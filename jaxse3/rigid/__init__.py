@@ -11,14 +11,22 @@ from jaxse3.rigid import absolute, interop
 from jaxse3.rigid.builders import ModelBuilder, auto_tree
 from jaxse3.rigid.configuration import difference, integrate, neutral_configuration, random_configuration
 from jaxse3.rigid.crba import crba
-from jaxse3.rigid.forward_dynamics import forward_dynamics, nonlinear_effects
+from jaxse3.rigid.forward_dynamics import nonlinear_effects
+from jaxse3.rigid.forward_dynamics_derivatives import (
+    forward_dynamics,
+    forward_dynamics_derivatives,
+    forward_dynamics_second_order_derivatives,
+)
 from jaxse3.rigid.kinematics import body_jacobians, forward_kinematics
 from jaxse3.rigid.model import Model, spatial_inertia
-from jaxse3.rigid.rnea import rnea  # replaced by the custom_jvp-wrapped rnea of rnea_derivatives once it lands
+from jaxse3.rigid.rnea_derivatives import rnea, rnea_derivatives  # rnea with its custom_jvp rule (IDSVA FO)
+from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives
 from jaxse3.rigid.urdf import from_urdf
 
 __all__ = [
     "absolute", "Model", "ModelBuilder", "auto_tree", "from_urdf", "spatial_inertia", "interop",
     "integrate", "difference", "neutral_configuration", "random_configuration",
     "forward_kinematics", "body_jacobians", "rnea", "crba", "nonlinear_effects", "forward_dynamics",
+    "rnea_derivatives", "rnea_second_order_derivatives", "forward_dynamics_derivatives",
+    "forward_dynamics_second_order_derivatives",
 ]  # fmt: skip

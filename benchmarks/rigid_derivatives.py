@@ -1,0 +1,139 @@
+"""Benchmark: analytical first/second-order derivatives of inverse dynamics (IDSVA FO/SO) vs autodiff and Pinocchio.
+
+Run from the repository root::
+
+    python benchmarks/rigid_derivatives.py                   # UR5, Panda, HyQ, Talos + autoTree N = 6, 12, 24, 48
+    python benchmarks/rigid_derivatives.py --quick           # HyQ and autoTree N = 12, batch 100, fewer repeats
+    python benchmarks/rigid_derivatives.py --markdown benchmarks/results/rigid_derivatives.md
+
+Per model: jaxse3 per call (batch 1, ``jax.jit``) and per state under ``jax.vmap`` (batch B, default 1000), CPU,
+float64, medians of interleaved repeats (``benchmarks/_timing.py``), compile time separate:
+
+* FO: ``rnea_derivatives`` (IDSVA FO) vs ``jax.jacfwd`` of the plain RNEA in (tangent q, v, a);
+* SO: ``rnea_second_order_derivatives`` (IDSVA SO, all four n³ tensors) vs nested ``jax.jacfwd`` of the plain RNEA;
+* Pinocchio ``computeRNEADerivatives`` per call from Python (its SO routine is C++ only; digest 002 §5 measured
+  ≈ 37 µs for HyQ on this machine type).
+
+Ratios "autodiff / ours" > 1 mean ours is faster. Outputs are cross-checked (max relative difference to autodiff).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _timing import fmt_time, time_group  # noqa: E402
+from rigid_dynamics import ROBOTS, _depth_first, _pin_auto_tree, _pin_time, _robot_dir  # noqa: E402
+
+from jaxse3 import rigid  # noqa: E402
+from jaxse3.rigid import interop  # noqa: E402
+from jaxse3.rigid.configuration import integrate  # noqa: E402
+from jaxse3.rigid.rnea import _rnea  # noqa: E402
+from jaxse3.rigid.rnea_derivatives import rnea_derivatives  # noqa: E402
+from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives  # noqa: E402
+
+
+def autodiff_first_order(m, q, v, a):
+    z = jnp.zeros(m.nv)
+    return jax.jacfwd(lambda d, v, a: _rnea(m, integrate(m, q, d), v, a), (0, 1, 2))(z, v, a)
+
+
+def autodiff_second_order(m, q, v, a):
+    z = jnp.zeros(m.nv)
+
+    def dtau_dq(d, v, a):
+        return jax.jacfwd(lambda e: _rnea(m, integrate(m, integrate(m, q, d), e), v, a))(z)
+
+    Hqq, Hqv, dMT = jax.jacfwd(dtau_dq, (0, 1, 2))(z, v, a)
+    Hvv = jax.jacfwd(jax.jacfwd(lambda x: _rnea(m, q, x, a)))(v)
+    return Hqq, Hvv, Hqv, jnp.swapaxes(dMT, 1, 2)  # ∂/∂a (∂τ/∂q) = dM[:, l, j] -> [row, col, q]
+
+
+def bench_model(label, m, pm, batch, repeats):
+    import pinocchio as pin
+
+    rng = np.random.default_rng(0)
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    Q = jax.vmap(lambda k: rigid.random_configuration(m, k))(keys)
+    V, A = (jnp.asarray(rng.normal(size=(batch, m.nv))) for _ in range(2))
+    algos = {
+        "FO": (lambda q, v, a: rnea_derivatives(m, q, v, a), lambda q, v, a: autodiff_first_order(m, q, v, a)),
+        "SO": (lambda q, v, a: rnea_second_order_derivatives(m, q, v, a),
+               lambda q, v, a: autodiff_second_order(m, q, v, a)),  # fmt: skip
+    }
+    cases = []
+    for ours, ad in algos.values():
+        for fn in (ours, ad):
+            cases += [(fn, (Q[0], V[0], A[0])), (jax.vmap(fn), (Q, V, A))]
+    t = time_group(cases, repeats=repeats)
+    pd = pm.createData()
+    qp, vp, ap = interop.to_pinocchio(m, np.asarray(Q[0]), np.asarray(V[0]), np.asarray(A[0]))
+    t_pin = _pin_time(lambda: pin.computeRNEADerivatives(pm, pd, qp, vp, ap), repeats)
+    rows = []
+    for k, name in enumerate(algos):
+        o1, ob, a1, ab = t[4 * k: 4 * k + 4]
+        err = max(float(jnp.max(jnp.abs(x - y)) / jnp.max(jnp.abs(y))) for x, y in zip(o1.out[:3], a1.out[:3]))
+        rows.append((label, m.nv, name, o1.median_s, ob.median_s / batch, a1.median_s, ab.median_s / batch,
+                     t_pin if name == "FO" else float("nan"), o1.compile_s + ob.compile_s, a1.compile_s + ab.compile_s,
+                     err))  # fmt: skip
+    return rows
+
+
+def _table(rows, batch):
+    head = (f"| model | nv | order | ours batch 1 | ours per state (vmap {batch}) | autodiff batch 1 | autodiff per state | "
+            f"autodiff/ours batch 1 | autodiff/ours per state | Pinocchio FO per call | ours per state / Pinocchio | "
+            f"compile ours / autodiff | max rel diff |\n|" + "---|" * 13)  # fmt: skip
+    out = [head]
+    for lab, nv, name, o1, ob, a1, ab, tp, co, ca, e in rows:
+        pin_cols = f"{fmt_time(tp)} | {ob / tp:.2f}" if tp == tp else "— | —"
+        out.append(f"| {lab} | {nv} | {name} | {fmt_time(o1)} | {fmt_time(ob)} | {fmt_time(a1)} | {fmt_time(ab)} | "
+                   f"{a1 / o1:.1f} | {ab / ob:.1f} | {pin_cols} | {co:.0f} s / {ca:.0f} s | {e:.0e} |")  # fmt: skip
+    return "\n".join(out)
+
+
+def main(argv=None):
+    import pinocchio as pin
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--robots", default=None, help="comma-separated subset of " + ",".join(ROBOTS))
+    ap.add_argument("--sizes", default=None, help="comma-separated autoTree sizes (default 6,12,24,48)")
+    ap.add_argument("--markdown", default=None)
+    args = ap.parse_args(argv)
+    batch = args.batch or (100 if args.quick else 1000)
+    repeats = 3 if args.quick else args.repeats
+    robots = args.robots.split(",") if args.robots else (["HyQ"] if args.quick else list(ROBOTS))
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([12] if args.quick else [6, 12, 24, 48])
+    models = []
+    for name in robots:
+        rel, fb = ROBOTS[name]
+        path = str(_robot_dir() / rel)
+        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
+        models.append((name, rigid.from_urdf(path, floating_base=fb), pm))
+    for n in sizes:
+        for bf, kind in ((1, "chain"), (2, "tree bf=2")):
+            m = _depth_first(rigid.auto_tree(n, bf=bf, seed=0))
+            models.append((f"autoTree {kind} N={n}", m, _pin_auto_tree(m)))
+    rows = []
+    for label, m, pm in models:
+        rows += bench_model(label, m, pm, batch, repeats)
+        print("\n".join(_table(rows, batch).splitlines()[-2:]), flush=True)
+        if args.markdown:  # rewritten after every model: an interrupted run keeps what it measured
+            with open(args.markdown, "w") as fh:
+                fh.write(_table(rows, batch) + "\n")
+    print(_table(rows, batch))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""IDSVA FO (seed 002 eqs. (7)–(8)) against autodiff, and the custom_jvp registration of ``rnea`` and
+``rnea_derivatives`` (jacfwd / jacrev / hessian run the analytical algorithms)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.rigid.configuration import integrate
+from jaxse3.rigid.rnea_derivatives import ground_pass, rnea, rnea_derivatives, topology
+from tests.rigid import conftest, reference
+from tests.rigid.derivative_oracles import comparison, plain_rnea, reference_first_order, relative_error
+from tests.rigid.test_rnea_second_order_derivatives import FAST, MODELS
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_first_order_against_autodiff(name):
+    ours, ref, _ = comparison(name)
+    for x, r in zip(ours[:3], ref[:3]):
+        assert relative_error(x, r) < 1e-10
+
+
+@pytest.mark.slow
+def test_first_order_against_reference_and_tau():
+    """Against jacfwd of the independent reference RNEA (with external forces); the forward pass reproduces τ."""
+    m = conftest.model("floating")
+    q, v, a, f = conftest.random_state(m, seed=2)
+    ours = jax.jit(lambda: rnea_derivatives(m, q, v, a, f))()
+    ref = jax.jit(lambda: reference_first_order(m, q, v, a, f))()
+    for x, r in zip(ours, ref):
+        assert relative_error(x, r) < 1e-10
+    g = ground_pass(m, q, v, a, f)
+    tau = jnp.einsum("ai,ai->a", g.S, g.fC[topology(m).joint])
+    assert relative_error(tau, reference.rnea(m, q, v, a, f)) < 1e-12
+
+
+def test_registration_first_and_second_order():
+    """jax.jacfwd / jacrev / hessian of the public rnea run the IDSVA rules (trace-time counters) and agree with plain
+    autodiff of the library's uninstrumented recursion, in tangent coordinates."""
+    m = conftest.model("floating")
+    q, v, a, _ = conftest.random_state(m, seed=4)
+    z = jnp.zeros(m.nv)
+    w = jax.random.normal(jax.random.PRNGKey(1), (m.nv,))
+
+    def scalar(fn):
+        return lambda d, v: 0.5 * jnp.sum(jnp.sin(fn(m, q, v, a, dq=d) * w))
+
+    def ours(m, q, v, a, dq):
+        return rnea(m, integrate(m, q, dq), v, a)
+
+    RULE_CALLS.clear()
+    jac = jax.jit(jax.jacfwd(lambda d, v: ours(m, q, v, a, d), (0, 1)))(z, v)
+    assert RULE_CALLS["rigid.rnea"] > 0 and RULE_CALLS["rigid.rnea_derivatives"] == 0
+    jac_rev = jax.jit(jax.jacrev(lambda d, v: ours(m, q, v, a, d), (0, 1)))(z, v)
+    RULE_CALLS.clear()
+    hess = jax.jit(jax.hessian(scalar(ours), (0, 1)))(z, v)
+    assert RULE_CALLS["rigid.rnea_derivatives"] > 0
+    jac_ref = jax.jit(jax.jacfwd(lambda d, v: plain_rnea(m, q, v, a, dq=d), (0, 1)))(z, v)
+    hess_ref = jax.jit(jax.hessian(scalar(plain_rnea), (0, 1)))(z, v)
+    for x, r in zip(jax.tree_util.tree_leaves((jac, jac_rev, hess)),
+                    jax.tree_util.tree_leaves((jac_ref, jac_ref, hess_ref))):  # fmt: skip
+        assert relative_error(x, r) < 1e-10
+
+
+def test_bad_input():
+    m = conftest.model("serial")
+    q, v, a, _ = conftest.random_state(m)
+    with pytest.raises(ValueError, match="nq"):
+        rnea_derivatives(m, q[:-1], v, a)
+    with pytest.raises(ValueError, match="nv"):
+        rnea(m, q, v, a[:-1])
+    with pytest.raises(ValueError, match="f_ext"):
+        rnea_derivatives(m, q, v, a, jnp.zeros((m.nb, 3)))
+
+
+def test_derivatives_at_rest_and_neutral():
+    """At the neutral configuration with v = a = 0 only gravity acts; the rules stay finite and exact."""
+    name = FAST[1]
+    m = conftest.model(name)
+    q = conftest.rigid.neutral_configuration(m)
+    z = jnp.zeros(m.nv)
+    ours = jax.jit(lambda: rnea_derivatives(m, q, z, z))()
+    ref = jax.jit(lambda: (jax.jacfwd(lambda d: plain_rnea(m, q, z, z, dq=d))(z),))()
+    assert relative_error(ours[0], ref[0]) < 1e-10
+    assert float(jnp.max(jnp.abs(ours[1]))) == 0.0
