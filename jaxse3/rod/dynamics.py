@@ -1,0 +1,162 @@
+"""Generalised forces and forward dynamics of a GVS rod with their analytical Jacobians (seed 003 eqs. (4)–(9), (35)).
+
+* τ(q, q̇, u; loads) = B(q) u − K q − D q̇ + Σ_k J_kᵀ 𝓕ext_k — internal and actuation forces (35) plus the
+  generalised external loads (point wrenches, contact); ``∂τ/∂q = ∂(Bu)/∂q − K + ∂(ΣJᵀ𝓕ext)/∂q``, ``∂τ/∂q̇ = −D``.
+* FD(q, q̇, u) = M⁻¹(τ − ID(q, q̇, 0)) (eq. (4)); its Jacobians
+  ``∂FD/∂q = M⁻¹(∂τ/∂q − ∂ID/∂q)`` (7) and ``∂FD/∂q̇ = M⁻¹(∂τ/∂q̇ − ∂ID/∂q̇)`` (9), with ID's derivatives evaluated at
+  q̈ = FD (digest §3), and ``∂FD/∂u = M⁻¹B``.
+
+:func:`generalized_forces` and :func:`forward_dynamics` carry ``custom_jvp`` rules built from these closed forms, so
+``jax.jacfwd``, diffrax's implicit solvers, optimistix's Newton and optax run them. Tangents along the rod's parameters
+or the loads' values (e.g. when optimising a material) fall back to autodiff of the plain functions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
+from jaxse3.rod.inverse_dynamics import ROD_RULE_CALLS, plain_tangent, rnea
+from jaxse3.rod.kinematics import check_state
+
+__all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
+
+
+def _f(*arrays):
+    return tuple(None if a is None else jnp.asarray(a, dtype=jnp.result_type(float, a)) for a in arrays)
+
+
+def _u(rod, u, dtype):
+    return jnp.zeros((rod.n_tendons,), dtype) if u is None else u
+
+
+def _loads_terms(rod, q, loads, level):
+    """(−Σ Jᵀ𝓕ext, −∂/∂q) from the RNEA recursion without inertia, or zeros."""
+    z = jnp.zeros_like(q)
+    r = rnea(rod, q, z, z, loads=loads, level=level, inertia=False)
+    return r.tau, r.dq
+
+
+def _tau_plain(rod, q, qd, u, loads):
+    tau = internal_forces(rod, q, qd, u)
+    if loads is not None:
+        tau = tau - _loads_terms(rod, q, loads, "id")[0]
+    return tau
+
+
+def generalized_forces_derivatives(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
+                                   loads: Loads | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+    """(∂τ/∂q, ∂τ/∂q̇), each (n_dof, n_dof): D63 for the tendons, eqs. (55), (56), (59)–(61) for the loads."""
+    check_state(rod, q=q, qd=qd, u=u)
+    q, qd, u = _f(q, qd, u)
+    dq, dqd = internal_forces_derivatives(rod, q, qd, u)
+    if loads is not None:
+        dq = dq - _loads_terms(rod, q, loads, "all")[1]
+    return dq, dqd
+
+
+def _is_zero(t) -> bool:
+    return isinstance(t, SymbolicZero)
+
+
+@jax.custom_jvp
+def _tau(rod, q, qd, u, loads):
+    return _tau_plain(rod, q, qd, u, loads)
+
+
+def _tau_jvp(primals, tangents):
+    ROD_RULE_CALLS["generalized_forces"] += 1
+    rod, q, qd, u, loads = primals
+    _, dq, dqd, du, _ = tangents
+    tau = _tau_plain(rod, q, qd, u, loads)
+    Tq, Tqd = generalized_forces_derivatives(rod, q, qd, u, loads)
+    out = jnp.zeros_like(tau)
+    if not _is_zero(dq):
+        out = out + Tq @ dq
+    if not _is_zero(dqd):
+        out = out + Tqd @ dqd
+    if not _is_zero(du) and rod.n_tendons:
+        out = out + actuation_matrix(rod, q) @ du
+    extra = plain_tangent(_tau_plain, primals, tangents, skip=(1, 2, 3))
+    return tau, out if extra is None else out + extra
+
+
+_tau.defjvp(_tau_jvp, symbolic_zeros=True)
+
+
+def generalized_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
+                       loads: Loads | None = None) -> jax.Array:  # fmt: skip
+    """τ = B(q) u − K q − D q̇ + Σ_k J_kᵀ 𝓕ext_k (seed 003 eq. (35) plus the external loads of §6), (n_dof,).
+
+    Args:
+        rod: a :class:`~jaxse3.rod.model.Rod`. q, qd: (n_dof,).
+        u: tendon tensions (n_tendons,), ≥ 0 pulls; None for no actuation.
+        loads: a :class:`~jaxse3.rod.forces.Loads` (point wrenches local/world, cylinder contact) or None.
+    """
+    check_state(rod, q=q, qd=qd, u=u)
+    q, qd, u = _f(q, qd, u)
+    return _tau(rod, q, qd, _u(rod, u, q.dtype), loads)
+
+
+def _fd_parts(rod, q, qd, u, loads):
+    """q̈ = FD and M (one RNEA pass at q̈ = 0 with the loads)."""
+    z = jnp.zeros_like(q)
+    r = rnea(rod, q, qd, z, loads=loads, level="mass")
+    rhs = internal_forces(rod, q, qd, u) - r.tau
+    chol = jax.scipy.linalg.cho_factor(r.M)
+    return jax.scipy.linalg.cho_solve(chol, rhs), chol
+
+
+def _fd_plain(rod, q, qd, u, loads):
+    return _fd_parts(rod, q, qd, u, loads)[0]
+
+
+def _fd_jacobians(rod, q, qd, u, loads):
+    qdd, chol = _fd_parts(rod, q, qd, u, loads)
+    r = rnea(rod, q, qd, qdd, loads=loads, level="all")  # ∂ID/∂(q, q̇) at q̈ = FD, loads included (−Σ Jᵀ𝓕ext)
+    tq, tqd = internal_forces_derivatives(rod, q, qd, u)
+    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)  # noqa: E731
+    return qdd, chol, solve(tq - r.dq), solve(tqd - r.dqd)
+
+
+def forward_dynamics_jacobians(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
+                               loads: Loads | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+    """(∂FD/∂q, ∂FD/∂q̇), each (n_dof, n_dof) (seed 003 eqs. (7), (9))."""
+    check_state(rod, q=q, qd=qd, u=u)
+    q, qd, u = _f(q, qd, u)
+    _, _, Jq, Jqd = _fd_jacobians(rod, q, qd, _u(rod, u, q.dtype), loads)
+    return Jq, Jqd
+
+
+@jax.custom_jvp
+def _fd(rod, q, qd, u, loads):
+    return _fd_plain(rod, q, qd, u, loads)
+
+
+def _fd_jvp(primals, tangents):
+    ROD_RULE_CALLS["forward_dynamics"] += 1
+    rod, q, qd, u, loads = primals
+    _, dq, dqd, du, _ = tangents
+    qdd, chol, Jq, Jqd = _fd_jacobians(rod, q, qd, u, loads)
+    out = jnp.zeros_like(qdd)
+    if not _is_zero(dq):
+        out = out + Jq @ dq
+    if not _is_zero(dqd):
+        out = out + Jqd @ dqd
+    if not _is_zero(du) and rod.n_tendons:
+        out = out + jax.scipy.linalg.cho_solve(chol, actuation_matrix(rod, q) @ du)
+    extra = plain_tangent(_fd_plain, primals, tangents, skip=(1, 2, 3))
+    return qdd, out if extra is None else out + extra
+
+
+_fd.defjvp(_fd_jvp, symbolic_zeros=True)
+
+
+def forward_dynamics(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
+                     loads: Loads | None = None) -> jax.Array:  # fmt: skip
+    """q̈ = FD(q, q̇, u) = M⁻¹(τ + F) (seed 003 eq. (4)), (n_dof,). Custom_jvp: eqs. (7), (9) and M⁻¹B."""
+    check_state(rod, q=q, qd=qd, u=u)
+    q, qd, u = _f(q, qd, u)
+    return _fd(rod, q, qd, _u(rod, u, q.dtype), loads)

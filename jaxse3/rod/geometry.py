@@ -1,0 +1,150 @@
+"""Cross-sections, material and quadrature of a Cosserat rod: the screw inertia, stiffness and damping densities.
+
+Seed 003 (digest §1.2, §1.7): the computational points are the base X = 0, ``n_gauss`` Gauss–Legendre points and the
+tip X = L (eq. (3)); the end points carry zero weight. With the section's area A and second moments J_x (polar),
+J_y, J_z (about the section's y and z axes), all densities are diagonal, angular components first:
+
+* screw inertia 𝓜̄ = ρ diag(J_x, J_y, J_z, A, A, A) (standard GVS; the paper does not print it);
+* screw elasticity Σ = diag(G J_x, E J_y, E J_z, E A, G A, G A) (D64);
+* screw damping Υ = υ diag(J_x, 3J_y, 3J_z, 3A, A, A) (D65; υ is the material damping, Pa·s).
+
+G = E / (2(1 + ν)) unless G is given; no shear-correction factor and no torsion constant other than the polar moment
+(as in the paper). Every quantity is a JAX array (leaves), so a batch of sections or materials vmaps.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["CircularSection", "RectangularSection", "Material", "gauss_points", "screw_inertia", "screw_stiffness",
+           "screw_damping"]  # fmt: skip
+
+
+def _f(x) -> jax.Array:
+    return jnp.asarray(x, dtype=jnp.result_type(float))
+
+
+class CircularSection(eqx.Module):
+    """Circular cross-section of radius r(X).
+
+    Args:
+        radius: the radius at the base (a number), or a callable ``r(X, length)`` (static; pure JAX) for any profile.
+        radius_tip: optional radius at the tip for a linear taper ``r(X) = r_b + (r_t − r_b) X / L`` (seed 003 CDM).
+    """
+
+    radius: jax.Array | None
+    radius_tip: jax.Array | None
+    profile: Callable | None = eqx.field(static=True)
+
+    def __init__(self, radius, radius_tip=None):
+        if callable(radius):
+            if radius_tip is not None:
+                raise ValueError("CircularSection: give either a callable 'radius' or 'radius_tip', not both")
+            self.radius, self.radius_tip, self.profile = None, None, radius
+        else:
+            self.radius, self.profile = _f(radius), None
+            self.radius_tip = None if radius_tip is None else _f(radius_tip)
+
+    def radius_at(self, X: jax.Array, length: jax.Array) -> jax.Array:
+        """r(X) (same shape as X)."""
+        if self.profile is not None:
+            return jnp.vectorize(lambda x: self.profile(x, length))(X)
+        if self.radius_tip is None:
+            return jnp.broadcast_to(self.radius, jnp.shape(X))
+        return self.radius + (self.radius_tip - self.radius) * X / length
+
+    def moments(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, ...]:
+        """(A, J_x, J_y, J_z) = (πr², πr⁴/2, πr⁴/4, πr⁴/4)."""
+        r = self.radius_at(X, length)
+        A, Jb = jnp.pi * r**2, jnp.pi * r**4 / 4
+        return A, 2 * Jb, Jb, Jb
+
+    def contact_radius(self, X: jax.Array, length: jax.Array) -> jax.Array:
+        """Radius of the contact sphere at X (seed 003 §6.2 (i)): r(X)."""
+        return self.radius_at(X, length)
+
+
+class RectangularSection(eqx.Module):
+    """Rectangular cross-section, ``width`` along the local y axis and ``height`` along z (constant along X).
+
+    A = wh, J_y = w h³/12 (about y), J_z = h w³/12, J_x = J_y + J_z (polar, as in the paper).
+    """
+
+    width: jax.Array
+    height: jax.Array
+
+    def __init__(self, width, height):
+        self.width, self.height = _f(width), _f(height)
+
+    def moments(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, ...]:
+        ones = jnp.ones_like(jnp.asarray(X, dtype=self.width.dtype))
+        w, h = self.width * ones, self.height * ones
+        Jy, Jz = w * h**3 / 12, h * w**3 / 12
+        return w * h, Jy + Jz, Jy, Jz
+
+    def contact_radius(self, X: jax.Array, length: jax.Array) -> jax.Array:
+        """Half the diagonal (a sphere that contains the section)."""
+        return 0.5 * jnp.hypot(self.width, self.height) * jnp.ones_like(jnp.asarray(X, dtype=self.width.dtype))
+
+
+class Material(eqx.Module):
+    """Linear elastic, linearly viscous material (seed 003 §4.4).
+
+    Args:
+        E: Young's modulus (Pa). rho: density (kg/m³).
+        nu: Poisson's ratio (used for G = E/(2(1+ν)) when G is not given); default 0.5 (incompressible, as the paper).
+        G: shear modulus (Pa), overrides nu.
+        damping: material damping υ (Pa·s) of eq. (D65); 0 disables damping.
+    """
+
+    E: jax.Array
+    rho: jax.Array
+    G: jax.Array
+    damping: jax.Array
+
+    def __init__(self, E, rho, nu=0.5, G=None, damping=0.0):
+        self.E, self.rho, self.damping = _f(E), _f(rho), _f(damping)
+        self.G = self.E / (2 * (1 + _f(nu))) if G is None else _f(G)
+
+
+def gauss_points(n_gauss: int, length: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Computational points and weights: base, ``n_gauss`` Gauss–Legendre points on [0, L], tip (seed 003 eq. (3)).
+
+    Returns ``(X, w)`` of shape ``(n_gauss + 2,)``; ``w[0] = w[-1] = 0``.
+    """
+    if not isinstance(n_gauss, int) or n_gauss < 1:
+        raise ValueError(f"gauss_points: 'n_gauss' must be a positive int, got {n_gauss!r}")
+    s, ws = np.polynomial.legendre.leggauss(n_gauss)
+    length = _f(length)
+    X = jnp.concatenate([jnp.zeros(1), (s + 1) / 2 * length, length[None]])
+    w = jnp.concatenate([jnp.zeros(1), ws / 2 * length, jnp.zeros(1)])
+    return X, w
+
+
+def _diag6(*entries) -> jax.Array:
+    d = jnp.stack(jnp.broadcast_arrays(*entries), axis=-1)
+    return d[..., None] * jnp.eye(6, dtype=d.dtype)
+
+
+def screw_inertia(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+    """𝓜̄(X) = ρ diag(J_x, J_y, J_z, A, A, A), shape ``X.shape + (6, 6)``."""
+    A, Jx, Jy, Jz = section.moments(X, length)
+    return material.rho * _diag6(Jx, Jy, Jz, A, A, A)
+
+
+def screw_stiffness(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+    """Σ(X) = diag(G J_x, E J_y, E J_z, E A, G A, G A) (seed 003 eq. (D64))."""
+    A, Jx, Jy, Jz = section.moments(X, length)
+    E, G = material.E, material.G
+    return _diag6(G * Jx, E * Jy, E * Jz, E * A, G * A, G * A)
+
+
+def screw_damping(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+    """Υ(X) = υ diag(J_x, 3J_y, 3J_z, 3A, A, A) (seed 003 eq. (D65))."""
+    A, Jx, Jy, Jz = section.moments(X, length)
+    return material.damping * _diag6(Jx, 3 * Jy, 3 * Jz, 3 * A, A, A)

@@ -1,0 +1,154 @@
+"""GVS kinematics of one rod with a fixed base: joints, poses, body Jacobians and their derivatives (seed 003 eq. (2)).
+
+A rod is a chain of n_p − 1 "pseudo-rigid joints": joint α joins computational point α to α + 1 with the constant twist
+Ω_α of the Magnus expansion (:mod:`jaxse3.rod.magnus`) and the motion subspace
+
+    S_α = T(Ω_α) 𝓩_α                                                     (C15)
+
+where the tangent operator T(Ω) = Σ_k ad_Ω^k/(k+1)! of the paper (App. A) is the right-trivialised ``se3.dexp(Ω)``
+(checked in the tests), so T, Ṫ = ``d_dexp(Ω, Ω̇)`` and all its q-derivatives reuse the closed forms of
+:mod:`jaxse3.lie` — Taylor-switched, finite with finite gradients at θ = 0 (the straight rod) exactly. The joint-level
+derivative terms of App. C are written with the evaluation-map Jacobians of dexp instead of the paper's f_r series:
+
+* (∂S/∂q) v  = dexp_jac(Ω, 𝓩v) 𝓩 + T dZ(v)                                                    (C19, C20)
+* (∂Ṡ/∂q) q̇ = dexp_jac_dir(Ω, Ω̇, Ω̇) 𝓩 + (d_dexp(Ω, Ω̇) + dexp_jac(Ω, Ω̇)) 𝓩̇ + dexp_jac(Ω, 𝓩̇q̇) 𝓩    (C24)
+* ∂(Sᵀ𝓕)/∂q = 𝓩ᵀ dexpT_jac(Ω, 𝓕) 𝓩 + dZT(T ᵀ𝓕)                                                 (C29)
+
+with Ω̇ = 𝓩q̇ and dZ, dZT from :mod:`jaxse3.rod.magnus` (𝓩̇q̇ does not depend on q). The forward recursions are
+``g_{α+1} = g_α exp(Ω̂_α)``, ``J_{α+1} = Ad⁻¹_{exp Ω_α}(J_α + S_α)``, ``J̇_{α+1} = Ad⁻¹(J̇_α + Ṡ_α + ad_{η_α}S_α)``
+(eq. (2a)–(2c)). J is the body (local-frame) geometric Jacobian: δg = g (J δq)^.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxse3 import se3
+from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_Z
+
+__all__ = ["tangent_operator", "joint_twists", "forward_kinematics", "tip_pose", "tip_position", "body_jacobians",
+           "differential_kinematics", "Joints", "joints", "check_state"]  # fmt: skip
+
+
+def tangent_operator(Omega: jax.Array) -> jax.Array:
+    """T(Ω) = I + Σ_{r=1}^4 f_r(θ) ad_Ω^r of seed 003 App. A = ``se3.dexp(Ω)`` (right-trivialised), (..., 6, 6)."""
+    return se3.dexp(Omega)
+
+
+def check_state(rod, **arrays) -> None:
+    """Trace-time shape check of generalised coordinates/velocities/accelerations/inputs against ``rod``."""
+    for name, a in arrays.items():
+        if a is None:
+            continue
+        want = (rod.n_tendons,) if name == "u" else (rod.n_dof,)
+        if jnp.shape(a) != want:
+            raise ValueError(f"jaxse3.rod: argument '{name}' must have shape {want} for this rod, got {jnp.shape(a)}")
+
+
+def joint_twists(rod, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Ω_α and 𝓩_α of every joint: (n_p − 1, 6) and (n_p − 1, 6, n_dof) (C1, C5)."""
+    xi_c = rod.Phi_c @ q + rod.xi_star_c
+    order = rod.magnus_order
+    Om = jax.vmap(lambda x, h: magnus_omega(x, h, order))(xi_c, rod.h)
+    Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi_c, rod.Phi_c, rod.h)
+    return Om, Z
+
+
+def _chain(base: jax.Array, steps: jax.Array) -> jax.Array:
+    """Poses g_1 = base, g_{α+1} = g_α steps_α: (n_p, 4, 4)."""
+
+    def body(g, s):
+        g2 = g @ s
+        return g2, g2
+
+    _, gs = jax.lax.scan(body, base, steps)
+    return jnp.concatenate([base[None], gs], axis=0)
+
+
+def forward_kinematics(rod, q: jax.Array) -> jax.Array:
+    """Poses g(X_k) of all computational points (base, Gauss points, tip), (n_p, 4, 4) (eq. (2a))."""
+    check_state(rod, q=q)
+    Om, _ = joint_twists(rod, q)
+    return _chain(rod.base_pose, se3.exp(Om))
+
+
+def tip_pose(rod, q: jax.Array) -> jax.Array:
+    """Pose of the tip, (4, 4)."""
+    return forward_kinematics(rod, q)[-1]
+
+
+def tip_position(rod, q: jax.Array) -> jax.Array:
+    """World position of the tip, (3,)."""
+    return tip_pose(rod, q)[:3, 3]
+
+
+class Joints(NamedTuple):
+    """Per-joint quantities (leading axis n_p − 1) at (q, q̇, q̈); entries not requested by ``level`` are None."""
+
+    Omega: jax.Array  # Ω_α (6,)
+    Z: jax.Array  # 𝓩_α (6, n)
+    step: jax.Array  # exp(Ω̂_α) = g_{α,α+1} (4, 4)
+    Ad_inv: jax.Array  # Ad⁻¹_{g_{α,α+1}} (6, 6)
+    coAd: jax.Array  # Ad*_{g_{α,α+1}}: wrench from frame α+1 to α (6, 6)
+    S: jax.Array  # S_α (6, n)
+    Sd: jax.Array | None  # Ṡ_α (6, n)
+    dS_qd: jax.Array | None  # (∂S/∂q) q̇ (6, n)          (C19)
+    dS_qdd: jax.Array | None  # (∂S/∂q) q̈ (6, n)         (C20)
+    dSd_qd: jax.Array | None  # (∂Ṡ/∂q) q̇ (6, n)         (C24)
+
+
+def joints(rod, q: jax.Array, qd: jax.Array | None = None, qdd: jax.Array | None = None, derivatives: bool = False
+           ) -> Joints:  # fmt: skip
+    """Joint quantities of every joint, vectorised over joints. ``qd`` gives Ṡ; ``derivatives`` the App. C terms."""
+    order = rod.magnus_order
+    Om, Z = joint_twists(rod, q)
+
+    def one(Om, Z, Phi_c, h):
+        T = se3.dexp(Om)
+        S = T @ Z
+        out = dict(Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
+        if qd is not None:
+            a = Z @ qd  # Ω̇ (C6)
+            Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
+            dT = se3.d_dexp(Om, a)  # Ṫ
+            out["Sd"] = dT @ Z + T @ Zd  # (C21)
+            if derivatives:  # dexp_jac is linear in its second argument: one vectorised call for the three
+                Ja, Jc, Jb = se3.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ qdd]))
+                out["dS_qd"] = Ja @ Z + T @ Zd
+                out["dSd_qd"] = se3.dexp_jac_dir(Om, a, a) @ Z + (dT + Ja) @ Zd + Jc @ Z
+                out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, qdd, h, order)
+        return S, out
+
+    S, extra = jax.vmap(one)(Om, Z, rod.Phi_c, rod.h)
+    step = se3.exp(Om)
+    return Joints(Om, Z, step, se3.Ad_inv(step), se3.coAd(step), S, **extra)
+
+
+def body_jacobians(rod, q: jax.Array) -> jax.Array:
+    """Body Jacobians J_k of all points, (n_p, 6, n_dof): the body twist of point k is η_k = J_k q̇ (eq. (2b))."""
+    return differential_kinematics(rod, q, jnp.zeros_like(q))[1]
+
+
+def differential_kinematics(rod, q: jax.Array, qd: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Poses, body Jacobians, body twists and Jacobian time derivatives of all points (eq. (2a)–(2c)).
+
+    Returns ``(g, J, eta, J_dot)`` of shapes (n_p, 4, 4), (n_p, 6, n), (n_p, 6), (n_p, 6, n).
+    """
+    check_state(rod, q=q, qd=qd)
+    jt = joints(rod, q, qd)
+    n = rod.n_dof
+    zero = (rod.base_pose, jnp.zeros((6, n), q.dtype), jnp.zeros((6, n), q.dtype))
+
+    def body(carry, x):
+        g, J, Jd = carry
+        step, Ai, S, Sd = x
+        eta = J @ qd
+        new = (g @ step, Ai @ (J + S), Ai @ (Jd + Sd + se3.ad(eta) @ S))
+        return new, carry
+
+    last, hist = jax.lax.scan(body, zero, (jt.step, jt.Ad_inv, jt.S, jt.Sd))
+    g, J, Jd = (jnp.concatenate([h, l[None]], axis=0) for h, l in zip(hist, last))
+    return g, J, J @ qd, Jd

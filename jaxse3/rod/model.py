@@ -1,0 +1,145 @@
+"""The GVS rod model: one Cosserat rod with a fixed base, discretised for the recursive algorithms (seed 003 §2).
+
+A :class:`Rod` holds everything the algorithms need, evaluated once at construction: the computational points and
+weights (base, Gauss points, tip; eq. (3)), the strain basis Φ and reference strain ξ* at the points and at the Magnus
+collocation points of every interval, the weighted screw inertias 𝓜_k = w_k 𝓜̄(X_k) (eq. (16)), the generalised
+stiffness K (D64) and damping D (D65), tendon routes d, d′ at the points, contact radii, gravity and the base pose.
+Arrays are leaves and sizes/orders are static, so one ``jit`` serves every rod of the same topology and a batch of
+rods (different materials, geometries, tendon routes of the same count) is one pytree with leading axes for ``vmap``.
+Construction is traceable (``jax.vmap`` of a function building a rod from, e.g., E works).
+
+:func:`cdm_rod` builds the cable-driven manipulator of seed 003 §4.5 (digest §5.1).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxse3.rod.basis import LegendreBasis, StrainBasis
+from jaxse3.rod.forces import Tendon, cdm_tendons
+from jaxse3.rod.geometry import CircularSection, Material, gauss_points, screw_damping, screw_inertia, screw_stiffness
+from jaxse3.rod.magnus import collocation_nodes
+
+__all__ = ["Rod", "cdm_rod"]
+
+_STRAIGHT = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+
+
+class Rod(eqx.Module):
+    """One Cosserat rod with a fixed base in the GVS discretisation (seed 003 §2, App. C).
+
+    Args:
+        length: L (m).
+        section: a :class:`~jaxse3.rod.geometry.CircularSection` or :class:`~jaxse3.rod.geometry.RectangularSection`.
+        material: a :class:`~jaxse3.rod.geometry.Material`.
+        basis: a :class:`~jaxse3.rod.basis.StrainBasis` (e.g. ``LegendreBasis((4, 4, 4, 2, 2, 2))``).
+        n_gauss: number of Gauss points; the rod has ``n_points = n_gauss + 2`` computational points.
+        magnus_order: 4 (Zanna, C1–C14; default) or 2 (midpoint).
+        tendons: a sequence of :class:`~jaxse3.rod.forces.Tendon`.
+        gravity: world gravitational acceleration a_g (3,), default (0, 0, −9.81).
+        base_pose: world pose of the base frame (4, 4); the rod runs along the base frame's x axis. Default identity.
+        xi_star: reference strain ξ*(X): a (6,) constant or a callable ``(X, length) -> (6,)``; default the straight,
+            unstretched rod (0, 0, 0, 1, 0, 0).
+
+    Attributes (arrays): ``length``, ``X`` (n_p,), ``weights`` (n_p,), ``h`` (n_p − 1,), ``Phi`` (n_p, 6, n),
+    ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6, 6),
+    ``stiffness`` (n, n), ``damping`` (n, n), ``contact_radius`` (n_p,), ``gravity`` (3,), ``base_pose`` (4, 4),
+    ``tendon_d``, ``tendon_dd`` (n_a, n_p, 3). Static: ``n_dof``, ``n_points``, ``n_tendons``, ``magnus_order``.
+    """
+
+    length: jax.Array
+    X: jax.Array
+    weights: jax.Array
+    h: jax.Array
+    Phi: jax.Array
+    xi_star: jax.Array
+    Phi_c: jax.Array
+    xi_star_c: jax.Array
+    inertia: jax.Array
+    stiffness: jax.Array
+    damping: jax.Array
+    contact_radius: jax.Array
+    gravity: jax.Array
+    base_pose: jax.Array
+    tendon_d: jax.Array
+    tendon_dd: jax.Array
+    n_dof: int = eqx.field(static=True)
+    n_points: int = eqx.field(static=True)
+    n_tendons: int = eqx.field(static=True)
+    magnus_order: int = eqx.field(static=True)
+
+    def __init__(self, length, section, material: Material, basis: StrainBasis, n_gauss: int = 5,
+                 magnus_order: int = 4, tendons: Sequence[Tendon] = (), gravity=(0.0, 0.0, -9.81), base_pose=None,
+                 xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT):  # fmt: skip
+        f = jnp.result_type(float)
+        if not isinstance(basis, StrainBasis):
+            raise TypeError(f"Rod: 'basis' must be a StrainBasis (e.g. LegendreBasis), got {type(basis).__name__}")
+        nodes = collocation_nodes(magnus_order)  # validates the order
+        L = jnp.asarray(length, f)
+        if L.shape != ():
+            raise ValueError(f"Rod: 'length' must be a scalar, got shape {L.shape}")
+        X, w = gauss_points(n_gauss, L)
+        h = jnp.diff(X)
+        Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
+
+        if callable(xi_star):
+            xs = jnp.vectorize(lambda x: jnp.asarray(xi_star(x, L), f), signature="()->(6)")
+        else:
+            ref = jnp.asarray(xi_star, f)
+            if ref.shape != (6,):
+                raise ValueError(f"Rod: 'xi_star' must be a callable or have shape (6,), got {ref.shape}")
+            xs = lambda x: jnp.broadcast_to(ref, jnp.shape(x) + (6,))  # noqa: E731
+
+        self.length, self.X, self.weights, self.h = L, X, w, h
+        self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
+        self.xi_star, self.xi_star_c = xs(X), xs(Xc)
+        self.inertia = w[:, None, None] * screw_inertia(section, material, X, L)
+        wPhi = w[:, None, None] * self.Phi
+        self.stiffness = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L), self.Phi)
+        self.damping = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L), self.Phi)
+        self.contact_radius = section.contact_radius(X, L)
+        self.gravity = jnp.asarray(gravity, f)
+        if self.gravity.shape != (3,):
+            raise ValueError(f"Rod: 'gravity' must have shape (3,), got {self.gravity.shape}")
+        self.base_pose = jnp.eye(4, dtype=f) if base_pose is None else jnp.asarray(base_pose, f)
+        if self.base_pose.shape != (4, 4):
+            raise ValueError(f"Rod: 'base_pose' must have shape (4, 4), got {self.base_pose.shape}")
+        tendons = tuple(tendons)
+        if tendons:
+            d, dd = zip(*(t.offsets(X, L) for t in tendons))
+            self.tendon_d, self.tendon_dd = jnp.stack(d), jnp.stack(dd)
+        else:
+            self.tendon_d = self.tendon_dd = jnp.zeros((0, X.shape[0], 3), f)
+        self.n_dof, self.n_points, self.n_tendons = basis.n_dof, int(X.shape[0]), len(tendons)
+        self.magnus_order = int(magnus_order)
+
+
+def cdm_rod(n_gauss: int = 5, orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2), magnus_order: int = 4,
+            hanging: bool = True) -> Rod:  # fmt: skip
+    """The cable-driven manipulator (CDM) of seed 003 §4.5 (digest §5.1), with its five cables (Table 2).
+
+    L = 0.5 m; circular section, radius 3 cm → 1.5 cm (linear taper); E = 1 MPa, ν = 0.5, ρ = 1000 kg/m³,
+    υ = 10⁴ Pa·s; Legendre order 4 angular / 2 linear (24 DoF); 5 Gauss points (n_p = 7); gravity −9.81 along world z.
+
+    The paper does not state the base orientation. ``hanging=True`` (default) points the rod down the world −z axis
+    (local x = −z, local y = world y), which is also the axis of the contact cylinder of §6.2; ``hanging=False`` lays it
+    along world x (a cantilever).
+    """
+    L, rb, rt = 0.5, 0.03, 0.015
+    base = jnp.eye(4)
+    if hanging:  # rotation by +π/2 about y: x → −z, z → x
+        base = base.at[:3, :3].set(jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]))
+    return Rod(
+        length=L,
+        section=CircularSection(rb, rt),
+        material=Material(E=1e6, rho=1000.0, nu=0.5, damping=1e4),
+        basis=LegendreBasis(orders),
+        n_gauss=n_gauss,
+        magnus_order=magnus_order,
+        tendons=cdm_tendons(rb, rt, L),
+        base_pose=base,
+    )
