@@ -1,0 +1,82 @@
+"""Batches of simulations and static solves under ``vmap``: one compilation for many rods of the same topology.
+
+A batch varies any of: the inputs (a :class:`~jaxse3.sim.system.SampledInput` or any pytree-callable whose arrays have a
+leading batch axis, or an (B, n_inputs) array of constant inputs), the system parameters (a :class:`System` whose
+parameter arrays have a leading batch axis — build it with :func:`stack`), the initial state. Arguments given
+unbatched are shared. The results carry the batch axis in front of every field.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxse3.sim.dynamics import simulate
+from jaxse3.sim.statics import StaticsSolution, solve_statics
+from jaxse3.sim.system import System
+from jaxse3.sim.trajectory import Trajectory
+
+__all__ = ["stack", "simulate_batch", "solve_statics_batch"]
+
+
+def stack(items: Sequence):
+    """Stack pytrees of the same structure (e.g. rods of one topology) along a new leading batch axis."""
+    if not items:
+        raise ValueError("stack: need at least one item")
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *items)
+
+
+def _axis(x, batched: bool):
+    """vmap in_axes for a pytree: 0 on its array leaves if batched, else None."""
+    return jax.tree.map(lambda _: 0 if batched else None, eqx.filter(x, eqx.is_array))
+
+
+def simulate_batch(
+    system: System,
+    inputs=None,
+    *,
+    batch_system: bool = False,
+    batch_inputs: bool = True,
+    q0: jax.Array | None = None,
+    batch_q0: bool = False,
+    **kwargs,
+) -> Trajectory:
+    """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
+
+    Args:
+        system: a system; its parameter arrays carry a leading batch axis iff ``batch_system``.
+        inputs: inputs with a leading batch axis on their arrays iff ``batch_inputs`` (a (B, n_inputs) array means
+            B constant inputs).
+        q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
+        **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
+    """
+    if not (batch_system or batch_inputs or batch_q0):
+        raise ValueError("simulate_batch: nothing is batched; set batch_system, batch_inputs or batch_q0")
+    q0 = jnp.zeros(system.n_dof) if q0 is None else jnp.asarray(q0, dtype=float)
+    return _simulate_batch(system, inputs, q0, (batch_system, batch_inputs, batch_q0), kwargs)
+
+
+@eqx.filter_jit
+def _simulate_batch(system, inputs, q0, batched, kwargs) -> Trajectory:
+    in_axes = tuple(_axis(x, b) for x, b in zip((system, inputs, q0), batched))
+    one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
+    return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
+
+
+def solve_statics_batch(
+    system: System, u: jax.Array, *, batch_system: bool = False, **kwargs
+) -> StaticsSolution:
+    """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs (and optionally of systems)."""
+    u = jnp.asarray(u, dtype=float)
+    if u.ndim != 2 or u.shape[1] != system.n_inputs:
+        raise ValueError(f"solve_statics_batch: u must have shape (B, {system.n_inputs}), got {u.shape}")
+    return _solve_statics_batch(system, u, batch_system, kwargs)
+
+
+@eqx.filter_jit
+def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
+    one = lambda system, u: solve_statics(system, u, **kwargs)  # noqa: E731
+    return eqx.filter_vmap(one, in_axes=(_axis(system, batch_system), 0))(system, u)

@@ -1,0 +1,166 @@
+"""The mechanical system the simulation drivers act on, and the time-varying inputs that drive it.
+
+A :class:`System` is the second-order model of seed 003 eq. (4), M(q) q̈ = τ(q, q̇, u) + F(q, q̇), given by
+
+- its forward dynamics ``q̈ = FD(q, q̇, u)`` (eq. 7's FD; used by the diffrax ODE solvers), and
+- its residual ``r(q, q̇, q̈, u) = τ(q, q̇, u) + F_ext − ID(q, q̇, q̈)`` (eq. 8; zero along a motion, used by Newmark-β,
+  eq. 11, and by statics, eq. 13),
+
+both written as plain functions of a parameter pytree (the rod model), so that a batch of systems of the same topology
+is one pytree with leading axes and one compilation serves it (:mod:`jaxse3.sim.batch`). The functions' derivatives are
+whatever ``jax.jvp`` finds: for a rod, the analytical ``custom_jvp`` rules of :mod:`jaxse3.rod`. :func:`finite_difference`
+swaps them for forward differences (seed 003 eq. (38), ε = 1e−6), the baseline of the paper's Table 3.
+
+:func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact).
+
+Inputs ``u(t)`` are any callable of time; :class:`SampledInput` interpolates sampled values (a pytree, so batches of
+sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from jaxse3 import rod as rods
+
+__all__ = ["System", "rod_system", "SampledInput", "as_input", "finite_difference"]
+
+
+class System(eqx.Module):
+    """A second-order mechanical system ``M(q) q̈ = τ(q, q̇, u) + F(q, q̇)`` (seed 003 eq. (4)).
+
+    Attributes:
+        params: the model's parameters (a pytree of arrays, e.g. a rod); batched along leading axes for a batch.
+        forward_dynamics: ``(params, q, q̇, u) -> q̈`` (seed 003 eq. (4) solved for q̈).
+        residual: ``(params, q, q̇, q̈, u) -> τ + F − ID`` (seed 003 eqs. (8), (11), (13a)); zero along a motion.
+        points: ``(params, q) -> (n_points, 3)`` world positions of the centreline points; the last one is the tip.
+        n_dof: number of generalised coordinates.
+        n_inputs: number of inputs (length of u).
+    """
+
+    params: Any
+    forward_dynamics: Callable = eqx.field(static=True)
+    residual: Callable = eqx.field(static=True)
+    points: Callable = eqx.field(static=True)
+    n_dof: int = eqx.field(static=True)
+    n_inputs: int = eqx.field(static=True)
+
+    def acceleration(self, q: jax.Array, qd: jax.Array, u: jax.Array) -> jax.Array:
+        """q̈ = FD(q, q̇, u)."""
+        return self.forward_dynamics(self.params, q, qd, u)
+
+    def dynamics_residual(self, q: jax.Array, qd: jax.Array, qdd: jax.Array, u: jax.Array) -> jax.Array:
+        """τ(q, q̇, u) + F − ID(q, q̇, q̈)."""
+        return self.residual(self.params, q, qd, qdd, u)
+
+    def statics_residual(self, q: jax.Array, u: jax.Array) -> jax.Array:
+        """τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) (seed 003 eq. (13a))."""
+        z = jnp.zeros_like(q)
+        return self.residual(self.params, q, z, z, u)
+
+    def tip(self, q: jax.Array) -> jax.Array:
+        """World position of the tip (the last point)."""
+        return self.points(self.params, q)[-1]
+
+
+def _rod_forward_dynamics(params, q, qd, u):
+    rod, loads = params
+    return rods.forward_dynamics(rod, q, qd, u, loads)
+
+
+def _rod_residual(params, q, qd, qdd, u):
+    rod, loads = params
+    return rods.generalized_forces(rod, q, qd, u, loads) - rods.inverse_dynamics(rod, q, qd, qdd)
+
+
+def _rod_points(params, q):
+    return rods.forward_kinematics(params[0], q)[:, :3, 3]
+
+
+def rod_system(rod: rods.Rod, loads: rods.Loads | None = None) -> System:
+    """The :class:`System` of a GVS rod: FD, τ − ID (with ``loads``: point wrenches, contact) and its points.
+
+    The tendon tensions are the inputs (n_inputs = ``rod.n_tendons``); derivatives run the rod's analytical
+    ``custom_jvp`` rules (seed 003 eqs. (7), (9), (13b), D63, (59)–(61)).
+    """
+    return System((rod, loads), _rod_forward_dynamics, _rod_residual, _rod_points, rod.n_dof, rod.n_tendons)
+
+
+class SampledInput(eqx.Module):
+    """Inputs given by samples ``values[i] = u(ts[i])``, interpolated in time (held constant outside ``ts``).
+
+    ``kind="cubic"`` (default) uses C¹ backward-Hermite cubics (smooth for adaptive step control); ``"linear"`` is
+    piecewise linear. ``ts``: (n,) increasing; ``values``: (n, n_inputs).
+    """
+
+    interpolation: diffrax.AbstractGlobalInterpolation
+
+    def __init__(self, ts, values, kind: str = "cubic"):
+        ts, values = jnp.asarray(ts, dtype=float), jnp.asarray(values, dtype=float)
+        if ts.ndim != 1 or ts.shape[0] < 2:
+            raise ValueError(f"SampledInput: ts must have shape (n,) with n >= 2, got {ts.shape}")
+        if values.ndim != 2 or values.shape[0] != ts.shape[0]:
+            raise ValueError(f"SampledInput: values must have shape ({ts.shape[0]}, n_inputs), got {values.shape}")
+        if kind == "cubic":
+            coeffs = diffrax.backward_hermite_coefficients(ts, values)
+            self.interpolation = diffrax.CubicInterpolation(ts, coeffs)
+        elif kind == "linear":
+            self.interpolation = diffrax.LinearInterpolation(ts, values)
+        else:
+            raise ValueError(f"SampledInput: kind must be 'cubic' or 'linear', got {kind!r}")
+
+    def __call__(self, t) -> jax.Array:
+        interp = self.interpolation
+        return interp.evaluate(jnp.clip(t, interp.t0, interp.t1))
+
+
+class _Constant(eqx.Module):
+    value: jax.Array
+
+    def __call__(self, t) -> jax.Array:
+        return self.value
+
+
+def as_input(u, n_inputs: int) -> Callable:
+    """Normalise an input specification to a callable ``t -> u(t)`` of shape (n_inputs,).
+
+    ``None`` → zero inputs; an array of shape (n_inputs,) → constant; a callable (function of t, or a
+    :class:`SampledInput`) → itself, checked once at ``t = 0``.
+    """
+    if u is None:
+        return _Constant(jnp.zeros(n_inputs))
+    if not callable(u):
+        u = jnp.asarray(u, dtype=float)
+        if u.shape != (n_inputs,):
+            raise ValueError(f"inputs: a constant input must have shape ({n_inputs},), got {u.shape}")
+        return _Constant(u)
+    shape = jax.eval_shape(u, 0.0).shape
+    if shape != (n_inputs,):
+        raise ValueError(f"inputs: u(t) must return shape ({n_inputs},), got {shape}")
+    return u
+
+
+def finite_difference(fn: Callable, eps: float = 1e-6) -> Callable:
+    """``fn`` with its derivatives replaced by forward differences of step ``eps`` (seed 003 eq. (38)).
+
+    The JVP along a tangent ``v`` is ``(fn(x + ε v) − fn(x))/ε``; ``jax.jacfwd`` of the result therefore costs one extra
+    evaluation of ``fn`` per column, exactly the paper's finite-difference Jacobian (its "method 1" baseline).
+    """
+
+    @jax.custom_jvp
+    def wrapped(*args):
+        return fn(*args)
+
+    @wrapped.defjvp
+    def _jvp(primals, tangents):
+        y = fn(*primals)
+        shifted = jax.tree.map(lambda x, v: x + eps * v if jnp.issubdtype(jnp.result_type(x), jnp.inexact) else x,
+                               primals, tangents)  # fmt: skip
+        return y, jax.tree.map(lambda a, b: (a - b) / eps, fn(*shifted), y)
+
+    return wrapped

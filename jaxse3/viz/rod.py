@@ -1,0 +1,88 @@
+"""Matplotlib figures of rod simulations: centreline snapshots, the tip path, a one-call summary of a trajectory.
+
+Inputs are plain arrays (a :class:`~jaxse3.sim.Trajectory` or the arrays of a saved ``.npz``), so figures can be made
+without the model. Axes are 3-D (``projection="3d"``) with equal scaling; lengths in metres.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
+    matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+__all__ = ["plot_shapes", "plot_tip_path", "plot_trajectory"]
+
+
+def _axes3d(ax):
+    if ax is None:
+        ax = plt.figure(figsize=(5, 5)).add_subplot(projection="3d")
+    return ax
+
+
+def _equal(ax, pts: np.ndarray) -> None:
+    pts = pts.reshape(-1, 3)
+    centre = (pts.max(0) + pts.min(0)) / 2
+    half = max(float((pts.max(0) - pts.min(0)).max()) / 2, 1e-3)
+    for set_lim, c in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), centre):
+        set_lim(c - half, c + half)
+    ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.set_zlabel("z [m]")
+
+
+def plot_shapes(points, ax=None, labels=None, cmap: str = "viridis"):
+    """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points; returns the axes."""
+    pts = np.asarray(points, dtype=float)
+    pts = pts[None] if pts.ndim == 2 else pts
+    if pts.ndim != 3 or pts.shape[-1] != 3:
+        raise ValueError(f"plot_shapes: points must have shape (k, n_points, 3), got {np.shape(points)}")
+    ax = _axes3d(ax)
+    colors = plt.get_cmap(cmap)(np.linspace(0, 1, len(pts)))
+    for i, (p, c) in enumerate(zip(pts, colors)):
+        ax.plot(p[:, 0], p[:, 1], p[:, 2], "-o", color=c, ms=2, label=None if labels is None else labels[i])
+    ax.scatter(*pts[0, 0], color="k", marker="s", s=20)  # the base
+    _equal(ax, pts)
+    if labels is not None:
+        ax.legend(fontsize=7)
+    return ax
+
+
+def plot_tip_path(tip, ax=None, color: str = "tab:red", label: str = "tip path"):
+    """The tip path ``tip`` (n, 3) as a 3-D line with start (○) and end (●) markers; returns the axes."""
+    tip = np.asarray(tip, dtype=float)
+    if tip.ndim != 2 or tip.shape[-1] != 3:
+        raise ValueError(f"plot_tip_path: tip must have shape (n, 3), got {tip.shape}")
+    ax = _axes3d(ax)
+    ax.plot(tip[:, 0], tip[:, 1], tip[:, 2], color=color, lw=1, label=label)
+    ax.scatter(*tip[0], color=color, facecolors="none", s=25)
+    ax.scatter(*tip[-1], color=color, s=25)
+    return ax
+
+
+def plot_trajectory(trajectory, path: str | os.PathLike | None = None, n_snapshots: int = 6, title: str = ""):
+    """Summary figure: 3-D shape snapshots with the tip path, and the tip coordinates against time.
+
+    ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3). Saves a PNG to
+    ``path`` when given; returns the figure.
+    """
+    t, pts, tip = (np.asarray(getattr(trajectory, k)) for k in ("t", "points", "tip"))
+    fig = plt.figure(figsize=(10, 4.5))
+    ax = fig.add_subplot(1, 2, 1, projection="3d")
+    idx = np.linspace(0, len(t) - 1, n_snapshots).round().astype(int)
+    plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx])
+    plot_tip_path(tip, ax=ax)
+    _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
+    ax2 = fig.add_subplot(1, 2, 2)
+    for k, name in enumerate("xyz"):
+        ax2.plot(t, tip[:, k], label=f"tip {name}")
+    ax2.set_xlabel("t [s]"), ax2.set_ylabel("tip position [m]"), ax2.legend(), ax2.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig

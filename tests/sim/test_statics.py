@@ -1,0 +1,98 @@
+"""Statics: Newton on τ(q, 0, u) − ID(q, 0, 0) = 0 (seed 003 eq. (13)) against independent solutions."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.optimize
+
+from jaxse3.sim import solve_statics, solve_statics_batch
+from tests.sim import standin
+
+U = jnp.array([1.0, -0.5])
+
+
+def _reference(system, u):
+    """Independent equilibrium: scipy's hybrd on K q + g sin q = B u, from the linear solution."""
+    p = system.params
+    K, B, g = np.asarray(p.K), np.asarray(p.B), float(p.g)
+    f = lambda q: K @ q + g * np.sin(q) - B @ np.asarray(u)  # noqa: E731
+    return scipy.optimize.fsolve(f, np.linalg.solve(K, B @ np.asarray(u)), xtol=1e-13)
+
+
+def test_linear_statics_is_exact():
+    s = standin.make(g=0.0)
+    sol = solve_statics(s, U)
+    q_exact = np.linalg.solve(np.asarray(s.params.K), np.asarray(s.params.B) @ np.asarray(U))
+    np.testing.assert_allclose(sol.q, q_exact, rtol=1e-12, atol=1e-14)
+    assert bool(sol.converged) and sol.message == "successful"
+
+
+@pytest.mark.parametrize("jacobian, load_steps", [("analytic", 1), ("finite-difference", 1), ("analytic", 3)])
+def test_nonlinear_statics_matches_reference(jacobian, load_steps):
+    s = standin.make(g=1.5)
+    sol = solve_statics(s, 3 * U, jacobian=jacobian, load_steps=load_steps)
+    assert bool(sol.converged)
+    assert float(sol.residual_norm) < 1e-10
+    np.testing.assert_allclose(sol.q, _reference(s, 3 * U), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(sol.tip, [s.n_dof, sol.q[-1], 0.0])
+    assert int(sol.num_steps) >= load_steps
+
+
+def test_newton_failure_is_reported():
+    s = standin.make(g=1.0, stiffness=0.0)  # B u − sin q = 0 has no root when |B u| > 1
+    u = jnp.array([10.0, 10.0])
+    sol = solve_statics(s, u, throw=False, max_steps=20)
+    assert not bool(sol.converged)
+    assert "maximum number of steps" in sol.message
+    with pytest.raises(Exception, match="maximum number of steps"):
+        solve_statics(s, u, max_steps=20)
+
+
+def test_batch_statics_equals_loop():
+    s = standin.make(g=1.5)
+    us = jnp.asarray(np.random.default_rng(1).uniform(0, 3, size=(4, 2)))
+    batch = solve_statics_batch(s, us)
+    for i in range(4):
+        np.testing.assert_allclose(batch.q[i], _reference(s, us[i]), rtol=1e-9, atol=1e-10)
+    assert batch.converged.shape == (4,) and bool(batch.converged.all())
+
+
+def test_bad_arguments():
+    s = standin.make()
+    with pytest.raises(ValueError, match=r"u must have shape \(2,\)"):
+        solve_statics(s, jnp.zeros(3))
+    with pytest.raises(ValueError, match="jacobian"):
+        solve_statics(s, U, jacobian="numeric")
+    with pytest.raises(ValueError, match=r"q0 must have shape \(4,\)"):
+        solve_statics(s, U, q0=jnp.zeros(2))
+
+
+# ------------------------------------------------------------------------------------------------ the seed 003 CDM
+
+
+@pytest.mark.slow
+def test_cdm_statics_physics():
+    """Hanging CDM: under gravity alone it stays straight and stretches by ∫ρgA_below/(EA) (the weight below X,
+    integrated independently here); a pulled cable bends it towards that cable's side (cable 1 runs along local z =
+    world +x); analytic and finite-difference Newton Jacobians give the same equilibria."""
+    from jaxse3.sim import scenarios, solve_statics_batch
+
+    s = scenarios.cdm_system()
+    u = jnp.array([[0.0] * 5, [30.0, 0, 0, 0, 0], [0, 40.0, 40.0, 0, 0], [0, 0, 0, 20.0, 0]])
+    sol = solve_statics_batch(s, u)
+    assert bool(sol.converged.all()) and float(sol.residual_norm.max()) < 1e-8
+    # gravity only: straight along −z, stretched by the weight below each section
+    L, rb, rt, rho, E, g = 0.5, 0.03, 0.015, 1000.0, 1e6, 9.81
+    X = np.linspace(0, L, 20001)
+    A = np.pi * (rb + (rt - rb) * X / L) ** 2
+    below = np.array([np.trapezoid(A[i:], X[i:]) for i in range(0, len(X), 50)])
+    stretch = np.trapezoid(rho * g * below / (E * A[::50]), X[::50])
+    np.testing.assert_allclose(sol.tip[0, :2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(-sol.tip[0, 2] - L, stretch, rtol=2e-2)
+    assert 1e-4 < stretch < 1e-2
+    # cable 1 pulls the tip to +x, cables 2 + 3 together to −x; the helical cable twists (torsion coordinates ≠ 0)
+    assert float(sol.tip[1, 0]) > 0.05 and abs(float(sol.tip[1, 1])) < 1e-9
+    assert float(sol.tip[2, 0]) < -0.05 and abs(float(sol.tip[2, 1])) < 1e-9
+    assert float(jnp.abs(sol.q[3, :5]).max()) > 1e-2
+    fd = solve_statics_batch(s, u, jacobian="finite-difference")
+    np.testing.assert_allclose(fd.q, sol.q, atol=1e-8)
