@@ -4,7 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_rkmk.py                       # batch 1 and 1000 bodies
     python benchmarks/bench_rkmk.py --quick               # smoke test: batch 100, fewer repeats
-    python benchmarks/bench_rkmk.py --markdown benchmarks/results/rkmk.md
+    python benchmarks/bench_rkmk.py --markdown rkmk.md
 
 Problem: kinematic reconstruction of seed 001 digest §8.2a, ``V(t) = (sin t, cos 2t, 0.5+0.3t, t, 1, −cos t)``
 (spatial ``Ċ = V̂ C`` or body ``Ċ = C V̂``), ``C0 = exp((0.3,−0.2,0.1,1,2,3)^)``, T = 2; for a batch of B bodies each

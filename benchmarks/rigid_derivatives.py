@@ -4,7 +4,7 @@ Run from the repository root::
 
     python benchmarks/rigid_derivatives.py                   # UR5, Panda, HyQ, Talos + autoTree N = 6, 12, 24, 48
     python benchmarks/rigid_derivatives.py --quick           # HyQ and autoTree N = 12, batch 100, fewer repeats
-    python benchmarks/rigid_derivatives.py --markdown benchmarks/results/rigid_derivatives.md
+    python benchmarks/rigid_derivatives.py --markdown rigid_derivatives.md
 
 Per model: jaxse3 per call (batch 1, ``jax.jit``) and per state under ``jax.vmap`` (batch B, default 1000), CPU,
 float64, medians of interleaved repeats (``benchmarks/_timing.py``), compile time separate:

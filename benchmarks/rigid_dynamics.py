@@ -4,7 +4,7 @@ Run from the repository root::
 
     python benchmarks/rigid_dynamics.py                    # robots + autoTree chains/trees N = 6, 12, 24, 48
     python benchmarks/rigid_dynamics.py --quick            # UR5, HyQ and N = 12 only, fewer repeats
-    python benchmarks/rigid_dynamics.py --markdown benchmarks/results/rigid_dynamics.md
+    python benchmarks/rigid_dynamics.py --markdown rigid_dynamics.md
 
 For each model and algorithm: jaxse3 per call at batch 1 (``jax.jit``), jaxse3 per state under ``jax.vmap`` at batch
 B (default 1000), and Pinocchio per call (``pin.rnea`` / ``pin.crba`` / ``pin.aba`` from Python, so each call includes

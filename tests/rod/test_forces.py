@@ -154,7 +154,7 @@ def test_custom_rules_are_used_by_jacfwd():
     assert R.ROD_RULE_CALLS["forward_dynamics"] > before.get("forward_dynamics", 0)
     assert R.ROD_RULE_CALLS["generalized_forces"] > before.get("generalized_forces", 0)
     Aq, Aqd = _fd_jac(rod, q, qd, u, loads)
-    assert relative_error(Jq, Aq) < 1e-14 and relative_error(Jqd, Aqd) < 1e-14
+    assert relative_error(Jq, Aq) < 1e-11 and relative_error(Jqd, Aqd) < 1e-11  # same formulas, other order of operations
     M = R.mass_matrix(rod, q)
     assert relative_error(M @ Ju, R.actuation_matrix(rod, q)) < 1e-10
     Bq, Bqd = _tau_derivs(rod, q, qd, u, loads)
