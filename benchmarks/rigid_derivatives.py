@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _timing import fmt_time, time_group  # noqa: E402
-from rigid_dynamics import ROBOTS, _depth_first, _pin_auto_tree, _pin_time, _robot_dir  # noqa: E402
+from rigid_dynamics import ROBOTS, _pin_time, benchmark_models  # noqa: E402
 
 from jaxse3 import rigid  # noqa: E402
 from jaxse3.rigid import interop  # noqa: E402
@@ -115,16 +115,7 @@ def main(argv=None):
     repeats = 3 if args.quick else args.repeats
     robots = args.robots.split(",") if args.robots else (["HyQ"] if args.quick else list(ROBOTS))
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([12] if args.quick else [6, 12, 24, 48])
-    models = []
-    for name in robots:
-        rel, fb = ROBOTS[name]
-        path = str(_robot_dir() / rel)
-        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
-        models.append((name, rigid.from_urdf(path, floating_base=fb), pm))
-    for n in sizes:
-        for bf, kind in ((1, "chain"), (2, "tree bf=2")):
-            m = _depth_first(rigid.auto_tree(n, bf=bf, seed=0))
-            models.append((f"autoTree {kind} N={n}", m, _pin_auto_tree(m)))
+    models = benchmark_models(robots, sizes)
     rows = []
     for label, m, pm in models:
         rows += bench_model(label, m, pm, batch, repeats)

@@ -100,6 +100,23 @@ def bench_model(label, m, pm, batch, repeats):
     return rows
 
 
+def benchmark_models(robots, sizes):
+    """``(label, jaxse3 model, Pinocchio model)`` for the named robots and the autoTree chains/trees of the given sizes."""
+    import pinocchio as pin
+
+    models = []
+    for name in robots:
+        rel, fb = ROBOTS[name]
+        path = str(_robot_dir() / rel)
+        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
+        models.append((name, rigid.from_urdf(path, floating_base=fb), pm))
+    for n in sizes:
+        for bf, kind in ((1, "chain"), (2, "tree bf=2")):
+            m = _depth_first(rigid.auto_tree(n, bf=bf, seed=0))
+            models.append((f"autoTree {kind} N={n}", m, _pin_auto_tree(m)))
+    return models
+
+
 def main(argv=None):
     import pinocchio as pin
 
@@ -112,16 +129,7 @@ def main(argv=None):
     repeats = 3 if args.quick else args.repeats
     robots = ["UR5", "HyQ"] if args.quick else list(ROBOTS)
     sizes = [12] if args.quick else [6, 12, 24, 48]
-    models = []
-    for name in robots:
-        rel, fb = ROBOTS[name]
-        path = str(_robot_dir() / rel)
-        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
-        models.append((name, rigid.from_urdf(path, floating_base=fb), pm))
-    for n in sizes:
-        for bf, kind in ((1, "chain"), (2, "tree bf=2")):
-            m = _depth_first(rigid.auto_tree(n, bf=bf, seed=0))
-            models.append((f"autoTree {kind} N={n}", m, _pin_auto_tree(m)))
+    models = benchmark_models(robots, sizes)
     rows = []
     for label, m, pm in models:
         rows += bench_model(label, m, pm, args.batch, repeats)
