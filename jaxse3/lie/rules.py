@@ -30,9 +30,9 @@ from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
-from jax.custom_derivatives import SymbolicZero
 
 from jaxse3.lie import adpoly, coefficients
+from jaxse3.lie.tangents import accumulate
 from jaxse3.lie._algebra import Algebra
 
 __all__ = ["make_family", "family_poly", "RULE_CALLS"]
@@ -65,20 +65,6 @@ def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int) -> adpoly
     return adpoly.Poly(row("", 1.0), row("_bar", 0.0), row("_brev", 0.0))
 
 
-def _zero(t) -> bool:
-    return isinstance(t, SymbolicZero)
-
-
-def _add(a, b):
-    if a is None:
-        return b
-    return a if b is None else a + b
-
-
-def _with_tangent(primal_out, tangent_out):
-    return primal_out, (jnp.zeros_like(primal_out) if tangent_out is None else tangent_out)
-
-
 def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     """Build the registered functions of one family (``"dexp"`` or ``"dexp_inv"``) on one algebra."""
     tag = f"{alg.name}.{family}"
@@ -96,9 +82,8 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     def _derivative_jvp(primals, tangents):
         RULE_CALLS[tag + ".derivative"] += 1
         (X, U), (dX, dU) = primals, tangents
-        out = None if _zero(dX) else second_derivative(X, U, dX)
-        out = _add(out, None if _zero(dU) else derivative(X, dU))
-        return _with_tangent(derivative(X, U), out)
+        out = derivative(X, U)
+        return out, accumulate(out, [(lambda t: second_derivative(X, U, t), dX), (lambda t: derivative(X, t), dU)])
 
     derivative.defjvp(_derivative_jvp, symbolic_zeros=True)
 
@@ -126,9 +111,8 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         def _jacobian_jvp(primals, tangents):
             RULE_CALLS[tag + ".jacobian" + kind] += 1
             (X, Z), (dX, dZ) = primals, tangents
-            out = None if _zero(dX) else jacobian_derivative(X, Z, dX)
-            out = _add(out, None if _zero(dZ) else jacobian(X, dZ))
-            return _with_tangent(jacobian(X, Z), out)
+            out = jacobian(X, Z)
+            return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t), dX), (lambda t: jacobian(X, t), dZ)])
 
         jacobian.defjvp(_jacobian_jvp, symbolic_zeros=True)
 
@@ -139,9 +123,8 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         def _apply_jvp(primals, tangents):
             RULE_CALLS[tag + ".apply" + kind] += 1
             (X, Z), (dX, dZ) = primals, tangents
-            out = None if _zero(dX) else jacobian(X, Z) @ dX
-            out = _add(out, None if _zero(dZ) else apply(X, dZ))
-            return _with_tangent(apply(X, Z), out)
+            out = apply(X, Z)
+            return out, accumulate(out, [(lambda t: jacobian(X, Z) @ t, dX), (lambda t: apply(X, t), dZ)])
 
         apply.defjvp(_apply_jvp, symbolic_zeros=True)
         return apply, jacobian, jacobian_derivative

@@ -21,11 +21,11 @@ import jax.scipy.linalg as jsl
 from jaxtyping import Array
 
 from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.lie.tangents import accumulate, jvp_of_rest
 from jaxse3.rigid.forward_dynamics import forward_dynamics as _forward_dynamics_plain
 from jaxse3.rigid.model import Model, check_vector
 from jaxse3.rigid.rnea import _rnea, check_state
-from jaxse3.rigid.rnea_derivatives import (_first_order, _rnea_derivatives, is_zero, plain_jvp_of_parameters,
-                                           tangent_of)  # fmt: skip
+from jaxse3.rigid.rnea_derivatives import ANALYTIC, _first_order, _rnea_derivatives, tangent_of
 from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives
 
 __all__ = ["forward_dynamics", "forward_dynamics_derivatives", "forward_dynamics_second_order_derivatives"]
@@ -76,16 +76,13 @@ def _forward_dynamics(model, q, v, tau, f_ext):
 def _forward_dynamics_jvp(primals, tangents):
     # M da = dτ − ∂τ/∂q δ − ∂τ/∂v dv − ∂τ/∂(model, f_ext)·d(model, f_ext) at a = FD(q, v, τ).
     model, q, v, tau, f_ext = primals
-    dmodel, dq, dv, dtau, df_ext = tangents
+    _, dq, dv, dtau, _ = tangents
     RULE_CALLS["rigid.forward_dynamics"] += 1
     a = _forward_dynamics(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, M = _rnea_derivatives(model, q, v, a, f_ext)
-    rhs = jnp.zeros_like(a) if is_zero(dtau) else dtau
-    if not is_zero(dq):
-        rhs = rhs - dtau_dq @ tangent_of(model, q, dq)
-    if not is_zero(dv):
-        rhs = rhs - dtau_dv @ dv
-    rhs = plain_jvp_of_parameters(lambda m, f: -_rnea(m, q, v, a, f), (model, f_ext), (dmodel, df_ext), rhs)
+    rest = jvp_of_rest(lambda m, _q, _v, _tau, f: -_rnea(m, q, v, a, f), primals, tangents, ANALYTIC)
+    terms = [(lambda t: t, dtau), (lambda t: -(dtau_dq @ tangent_of(model, q, t)), dq), (lambda t: -(dtau_dv @ t), dv)]
+    rhs = accumulate(a, terms, rest)
     return a, jsl.cho_solve(jsl.cho_factor(M), rhs)
 
 

@@ -28,16 +28,16 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array
 
 from jaxse3.lie import se3 as _se3
 from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.lie.tangents import accumulate, is_zero, jvp_of_rest
 from jaxse3.rigid import _spatial
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.kinematics import forward_kinematics
-from jaxse3.rigid.model import Model
-from jaxse3.rigid.rnea import _rnea, check_state
+from jaxse3.rigid.kinematics import world_motion_subspaces, world_poses
+from jaxse3.rigid.model import Model, _tree_matrices
+from jaxse3.rigid.rnea import _rnea, check_state, world_inertias
 
 __all__ = ["rnea", "rnea_derivatives", "Topology", "topology", "GroundPass", "ground_pass", "tangent_of"]
 
@@ -61,9 +61,19 @@ def crf_bar(f):
     return -_se3.adbar(f)
 
 
+def crf_times(x, M):
+    """(x×*) M for any 6×6 ``M`` (batched), as cross products on the columns of M (cheaper than a 6×6 product)."""
+    return jnp.swapaxes(_spatial.cross_force(x[..., None, :], jnp.swapaxes(M, -1, -2)), -1, -2)
+
+
+def cross_sandwich(x, M):
+    """(x×*) M − M (x×) for any 6×6 ``M`` (batched); ``M (x×)`` has rows ``−(x×*) M[r, :]`` since ``(x×)ᵀ = −x×*``."""
+    return crf_times(x, M) + _spatial.cross_force(x[..., None, :], M)
+
+
 def coriolis_factor(inertia, x):
     """B(I, x) = (x×*) I − I (x×) + (I x)×̄*: **twice** the body Coriolis factor of eq. (6) (Algorithm 1 lines 9, 15)."""
-    return crf(x) @ inertia - inertia @ crm(x) + crf_bar(jnp.einsum("...ij,...j->...i", inertia, x))
+    return cross_sandwich(x, inertia) + crf_bar(jnp.einsum("...ij,...j->...i", inertia, x))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -85,17 +95,10 @@ class Topology(NamedTuple):
 
 @functools.lru_cache(maxsize=None)
 def _topology(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> Topology:
-    nb = len(parents)
-    support = np.eye(nb)
-    for k in range(nb):
-        i = parents[k]
-        while i >= 0:
-            support[i, k] = 1.0
-            i = parents[i]
-    joint = np.repeat(np.arange(nb), [_joints.NV[t] for t in joint_types])
-    E = support[joint][:, joint].T.copy()
-    same = (joint[:, None] == joint[None, :]).astype(float)
-    return Topology(joint, support, E, same)
+    tree = _tree_matrices(parents, joint_types)
+    joint = tree.joint
+    return Topology(joint, tree.support, tree.support[joint][:, joint].T.copy(),
+                    (joint[:, None] == joint[None, :]).astype(float))  # fmt: skip
 
 
 def topology(model: Model) -> Topology:
@@ -120,39 +123,43 @@ class GroundPass(NamedTuple):
 
 
 def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
-    """Forward pass of IDSVA in the ground frame, with the subtree sums as products with ``Topology.support``.
+    """Forward pass of IDSVA in the ground frame (per-body composites; see :func:`_ground_pass`).
 
     Gravity enters as the base acceleration ``a_0 = −a_g`` (Algorithm 1 line 1); ``f_ext`` (nb, 6) are wrenches on
     the bodies in their own frames (they move with the bodies, so the derivative formulas hold unchanged with
     ``f_i ← f_i − f_ext,i``).
     """
+    return _ground_pass(model, q, v, a, f_ext)[0]
+
+
+def _ground_pass(model: Model, q, v, a, f_ext=None) -> tuple[GroundPass, tuple[Array, Array, Array]]:
+    """:func:`ground_pass` and the composites ``(I^C, B^C, f^C)`` of joint(a) per DoF a, (nv, 6, 6), (nv, 6, 6),
+    (nv, 6). Every sum over ancestors or over a subtree, and every per-DoF copy of a body quantity, is a product with a
+    constant 0/1 matrix of the static tree (a few dense products, no gathers)."""
     top = topology(model)
-    H = forward_kinematics(model, q)
-    R, p = H[:, :3, :3], H[:, :3, 3]
-    rows = [_joints.motion_subspace(t, model.joint_axes[i]) for i, t in enumerate(model.joint_types)]
-    S = jnp.concatenate([_spatial.motion_to_parent(R[i], p[i], r) for i, r in enumerate(rows)], axis=0)
-    inertia = jax.vmap(_spatial.inertia_transform_to_parent)(R, p, model.inertias)
-    # ancestor sums: x_i = Σ_{joint(a) ⪯ i} y_a  ->  support[joint].T @ y ; strict ancestors: minus joint i's own DoFs
-    up = jnp.asarray(top.support[top.joint].T)  # (nb, nv)
-    own = jnp.asarray((top.joint[None, :] == np.arange(len(model.parents))[:, None]).astype(float))  # (nb, nv)
+    J, nb, n = top.joint, model.nb, model.nv
+    R, p = world_poses(model, q)
+    S = world_motion_subspaces(model, R, p)
+    inertia = world_inertias(R, p, model.inertias)
+    up = top.support[J].T  # (nb, nv): 1 iff joint(a) ⪯ i
+    strict = top.E * (1.0 - top.same)  # (nv, nv): 1 iff joint(b) ≺ joint(a)
+    ancestors = jnp.asarray(np.concatenate([up, top.E, strict]))  # body sums, own-joint sums, parent sums per DoF
     a0 = jnp.concatenate([jnp.zeros(3, dtype=S.dtype), -model.gravity])
-    sv = S * v[:, None]
-    vel = up @ sv
-    vel_parent = (up - own) @ sv
-    S_dot = _spatial.cross_motion(vel[top.joint], S)
-    acc_terms = S * a[:, None] + S_dot * v[:, None]
-    acc = a0 + up @ acc_terms
-    acc_parent = a0 + (up - own) @ acc_terms
-    Psi_dot = _spatial.cross_motion(vel_parent[top.joint], S)
-    Psi_ddot = _spatial.cross_motion(acc_parent[top.joint], S) + _spatial.cross_motion(vel_parent[top.joint], Psi_dot)
+    vel, vel_own, vel_parent = jnp.split(ancestors @ (S * v[:, None]), [nb, nb + n])
+    S_dot = _spatial.cross_motion(vel_own, S)
+    acc, acc_parent = jnp.split(a0 + jnp.asarray(np.concatenate([up, strict])) @ (S * a[:, None] + S_dot * v[:, None]),
+                                [nb])  # fmt: skip
+    Psi_dot = _spatial.cross_motion(vel_parent, S)
+    Psi_ddot = _spatial.cross_motion(acc_parent, S) + _spatial.cross_motion(vel_parent, Psi_dot)
     Iv = jnp.einsum("bij,bj->bi", inertia, vel)
     f = jnp.einsum("bij,bj->bi", inertia, acc) + _spatial.cross_force(vel, Iv)
     if f_ext is not None:
         f = f - _spatial.force_to_parent(R, p, f_ext)
-    B = coriolis_factor(inertia, vel)
-    sup = jnp.asarray(top.support)
-    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, jnp.einsum("ik,kxy->ixy", sup, inertia),
-                      jnp.einsum("ik,kxy->ixy", sup, B), sup @ f)  # fmt: skip
+    B = cross_sandwich(vel, inertia) + crf_bar(Iv)  # coriolis_factor(inertia, vel)
+    subtree = jnp.asarray(np.concatenate([top.support, top.support[J]]))  # per body, per DoF (of joint(a))
+    comp = subtree @ jnp.concatenate([inertia.reshape(nb, 36), B.reshape(nb, 36), f], axis=1)
+    IC, BC, fC = comp[:, :36].reshape(-1, 6, 6), comp[:, 36:72].reshape(-1, 6, 6), comp[:, 72:]
+    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, IC[:nb], BC[:nb], fC[:nb]), (IC[nb:], BC[nb:], fC[nb:])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -161,19 +168,21 @@ def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
 
 def _first_order(model: Model, q, v, a, f_ext=None):
     top = topology(model)
-    g = ground_pass(model, q, v, a, f_ext)
-    J = top.joint
-    IC, BC, fC = g.IC[J], g.BC[J], g.fC[J]
+    g, (IC, BC, fC) = _ground_pass(model, q, v, a, f_ext)
     mv = functools.partial(jnp.einsum, "aij,aj->ai")
     T1 = mv(IC, g.S)  # I^C s
     T2 = mv(BC, g.S) + mv(IC, g.Psi_dot + g.S_dot)  # 2B^C s + I^C (Ψ̇ + Ṡ)
-    T3 = mv(BC, g.Psi_dot) + mv(IC, g.Psi_ddot) + mv(crf_bar(fC), g.S)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
+    T3 = mv(BC, g.Psi_dot) + mv(IC, g.Psi_ddot) + _spatial.cross_force(g.S, fC)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
     T4 = jnp.einsum("aji,aj->ai", BC, g.S)  # (2B^C)ᵀ s
+    # j ⪯ i blocks (7a), (8a), M: [T4 | T1]ᵀ against stacked columns; j ≺ i blocks (7b), (8b), M: sᵀ against T3, T2, T1
+    P = jnp.concatenate([g.Psi_dot, g.Psi_ddot], axis=1)
+    V = jnp.concatenate([g.S, g.Psi_dot + g.S_dot], axis=1)
+    A = jnp.concatenate([jnp.zeros_like(g.S), g.S], axis=1)
+    upper = jnp.einsum("ax,kbx->kab", jnp.concatenate([T4, T1], axis=1), jnp.stack([P, V, A]))
+    lower = jnp.einsum("ax,kbx->kab", g.S, jnp.stack([T3, T2, T1]))
     E = jnp.asarray(top.E)
     below = jnp.asarray((top.E * (1.0 - top.same)).T)  # below[r, c] = 1 iff joint(r) ≺ joint(c)
-    dtau_dq = E * (T4 @ g.Psi_dot.T + T1 @ g.Psi_ddot.T) + below * (g.S @ T3.T)  # (7a) + (7b)
-    dtau_dv = E * (T1 @ (g.Psi_dot + g.S_dot).T + T4 @ g.S.T) + below * (g.S @ T2.T)  # (8a) + (8b)
-    M = E * (T1 @ g.S.T) + below * (g.S @ T1.T)  # M_ji = S_jᵀ I_i^C S_i, j ⪯ i (eq. (16))
+    dtau_dq, dtau_dv, M = E * upper + below * lower  # (7a) + (7b), (8a) + (8b), M_ji = S_jᵀ I_i^C S_i (eq. (16))
     return dtau_dq, dtau_dv, M
 
 
@@ -216,33 +225,21 @@ def _rnea_derivatives_jvp(primals, tangents):
     from jaxse3.rigid.rnea_second_order_derivatives import second_order_contractions
 
     model, q, v, a, f_ext = primals
-    dmodel, dq, dv, da, df_ext = tangents
+    _, dq, dv, da, _ = tangents
     RULE_CALLS["rigid.rnea_derivatives"] += 1
     out = _first_order(model, q, v, a, f_ext)
     dq = None if is_zero(dq) else tangent_of(model, q, dq)
     d_out = second_order_contractions(model, q, v, a, f_ext, dq, None if is_zero(dv) else dv, None if is_zero(da) else da)
-    d_out = plain_jvp_of_parameters(lambda m, f: _first_order(m, q, v, a, f), (model, f_ext), (dmodel, df_ext), d_out)
-    return out, d_out
+    d_rest = jvp_of_rest(lambda m, _q, _v, _a, f: _first_order(m, q, v, a, f), primals, tangents, ANALYTIC)
+    return out, d_out if d_rest is None else jax.tree.map(jnp.add, d_out, d_rest)
 
 
 _rnea_derivatives.defjvp(_rnea_derivatives_jvp, symbolic_zeros=True)
 
 
-def is_zero(tangent) -> bool:
-    """True for a symbolic-zero tangent (``custom_jvp(..., symbolic_zeros=True)``)."""
-    return isinstance(tangent, SymbolicZero)
-
-
-def plain_jvp_of_parameters(fn, params, dparams, d_out):
-    """Add the JVP of ``fn`` with respect to model parameters / external forces (plain autodiff) when they carry a
-    tangent; the analytical rules cover (q, v, a) only."""
-    leaves = jax.tree_util.tree_leaves(dparams, is_leaf=is_zero)
-    if all(is_zero(t) for t in leaves):
-        return d_out
-    dense = jax.tree_util.tree_map(lambda t: jnp.zeros(t.aval.shape, t.aval.dtype) if is_zero(t) else t, dparams,
-                                   is_leaf=is_zero)  # fmt: skip
-    _, d_rest = jax.jvp(fn, params, dense)
-    return jax.tree_util.tree_map(jnp.add, d_out, d_rest)
+#: the arguments (q, v, a) of rnea-like functions whose tangents the analytical formulas cover; model parameters and
+#: external forces go through plain autodiff (:func:`jaxse3.lie.tangents.jvp_of_rest`)
+ANALYTIC = (1, 2, 3)
 
 
 def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, Array]:
@@ -266,19 +263,13 @@ def _rnea_jvp(primals, tangents):
     # dτ = ∂τ/∂q δ + ∂τ/∂v dv + M da (eqs. (7)–(8)); the primal and the Jacobians are the registered functions, so a
     # second derivative of this rule runs the second-order contractions.
     model, q, v, a, f_ext = primals
-    dmodel, dq, dv, da, df_ext = tangents
+    _, dq, dv, da, _ = tangents
     RULE_CALLS["rigid.rnea"] += 1
     tau = _rnea_differentiable(model, q, v, a, f_ext)
     dtau_dq, dtau_dv, M = _rnea_derivatives(model, q, v, a, f_ext)
-    dtau = jnp.zeros_like(tau)
-    if not is_zero(dq):
-        dtau = dtau + dtau_dq @ tangent_of(model, q, dq)
-    if not is_zero(dv):
-        dtau = dtau + dtau_dv @ dv
-    if not is_zero(da):
-        dtau = dtau + M @ da
-    dtau = plain_jvp_of_parameters(lambda m, f: _rnea(m, q, v, a, f), (model, f_ext), (dmodel, df_ext), dtau)
-    return tau, dtau
+    rest = jvp_of_rest(lambda m, _q, _v, _a, f: _rnea(m, q, v, a, f), primals, tangents, ANALYTIC)
+    terms = [(lambda t: dtau_dq @ tangent_of(model, q, t), dq), (dtau_dv, dv), (M, da)]
+    return tau, accumulate(tau, terms, rest)
 
 
 _rnea_differentiable.defjvp(_rnea_jvp, symbolic_zeros=True)

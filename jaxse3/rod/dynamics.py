@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.custom_derivatives import SymbolicZero
 
+from jaxse3.lie.tangents import accumulate, jvp_of_rest
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
-from jaxse3.rod.inverse_dynamics import ROD_RULE_CALLS, plain_tangent, rnea
+from jaxse3.rod.inverse_dynamics import ROD_RULE_CALLS, rnea
 from jaxse3.rod.kinematics import check_state
 
 __all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
@@ -57,10 +57,6 @@ def generalized_forces_derivatives(rod, q: jax.Array, qd: jax.Array, u: jax.Arra
     return dq, dqd
 
 
-def _is_zero(t) -> bool:
-    return isinstance(t, SymbolicZero)
-
-
 @jax.custom_jvp
 def _tau(rod, q, qd, u, loads):
     return _tau_plain(rod, q, qd, u, loads)
@@ -72,15 +68,8 @@ def _tau_jvp(primals, tangents):
     _, dq, dqd, du, _ = tangents
     tau = _tau_plain(rod, q, qd, u, loads)
     Tq, Tqd = generalized_forces_derivatives(rod, q, qd, u, loads)
-    out = jnp.zeros_like(tau)
-    if not _is_zero(dq):
-        out = out + Tq @ dq
-    if not _is_zero(dqd):
-        out = out + Tqd @ dqd
-    if not _is_zero(du) and rod.n_tendons:
-        out = out + actuation_matrix(rod, q) @ du
-    extra = plain_tangent(_tau_plain, primals, tangents, skip=(1, 2, 3))
-    return tau, out if extra is None else out + extra
+    terms = [(Tq, dq), (Tqd, dqd)] + ([(lambda t: actuation_matrix(rod, q) @ t, du)] if rod.n_tendons else [])
+    return tau, accumulate(tau, terms, jvp_of_rest(_tau_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
 _tau.defjvp(_tau_jvp, symbolic_zeros=True)
@@ -140,15 +129,10 @@ def _fd_jvp(primals, tangents):
     rod, q, qd, u, loads = primals
     _, dq, dqd, du, _ = tangents
     qdd, chol, Jq, Jqd = _fd_jacobians(rod, q, qd, u, loads)
-    out = jnp.zeros_like(qdd)
-    if not _is_zero(dq):
-        out = out + Jq @ dq
-    if not _is_zero(dqd):
-        out = out + Jqd @ dqd
-    if not _is_zero(du) and rod.n_tendons:
-        out = out + jax.scipy.linalg.cho_solve(chol, actuation_matrix(rod, q) @ du)
-    extra = plain_tangent(_fd_plain, primals, tangents, skip=(1, 2, 3))
-    return qdd, out if extra is None else out + extra
+    terms = [(Jq, dq), (Jqd, dqd)]
+    if rod.n_tendons:
+        terms.append((lambda t: jax.scipy.linalg.cho_solve(chol, actuation_matrix(rod, q) @ t), du))
+    return qdd, accumulate(qdd, terms, jvp_of_rest(_fd_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
 _fd.defjvp(_fd_jvp, symbolic_zeros=True)

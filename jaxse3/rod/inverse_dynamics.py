@@ -31,15 +31,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.custom_derivatives import SymbolicZero
 
 from jaxse3 import se3
+from jaxse3.lie.tangents import accumulate, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import check_state, joints
 from jaxse3.rod.magnus import magnus_dZT
 
 __all__ = ["RNEAResult", "rnea", "inverse_dynamics", "inverse_dynamics_derivatives", "mass_matrix", "ROD_RULE_CALLS",
-           "plain_tangent"]  # fmt: skip
+           ]  # fmt: skip
 
 #: Trace-time counter of the rod's custom_jvp rule invocations (keys "inverse_dynamics", "generalized_forces",
 #: "forward_dynamics"); the tests use it to show that jax.jacfwd runs the analytical derivatives.
@@ -212,33 +212,6 @@ def mass_matrix(rod, q: jax.Array) -> jax.Array:
     return rnea(rod, q, z, z, level="mass").M
 
 
-def _is_zero(t) -> bool:
-    return isinstance(t, SymbolicZero)
-
-
-def plain_tangent(fn, primals, tangents, skip: tuple[int, ...]):
-    """JVP of ``fn`` along the tangents of the arguments not in ``skip`` (the rod's parameters, loads), by autodiff.
-
-    Returns None when all of those tangents are symbolic zeros (the usual case: derivatives in q, q̇, q̈, u only).
-    """
-    idx = [i for i in range(len(primals)) if i not in skip]
-    leaves = [t for i in idx for t in jax.tree.leaves(tangents[i], is_leaf=_is_zero)]
-    if all(_is_zero(t) for t in leaves):
-        return None
-
-    def materialise(p, t):
-        return jax.tree.map(lambda pp, tt: jnp.zeros_like(pp) if _is_zero(tt) else tt, p, t, is_leaf=_is_zero)
-
-    def partial(*free):
-        args = list(primals)
-        for i, a in zip(idx, free):
-            args[i] = a
-        return fn(*args)
-
-    return jax.jvp(partial, tuple(primals[i] for i in idx),
-                   tuple(materialise(primals[i], tangents[i]) for i in idx))[1]  # fmt: skip
-
-
 def _id_plain(rod, q, qd, qdd):
     return rnea(rod, q, qd, qdd).tau
 
@@ -253,12 +226,8 @@ def _id_jvp(primals, tangents):
     rod, q, qd, qdd = primals
     _, dq, dqd, dqdd = tangents
     r = rnea(rod, q, qd, qdd, level="all")
-    out = jnp.zeros_like(r.tau)
-    for mat, t in ((r.dq, dq), (r.dqd, dqd), (r.M, dqdd)):
-        if not _is_zero(t):
-            out = out + mat @ t
-    extra = plain_tangent(_id_plain, primals, tangents, skip=(1, 2, 3))
-    return r.tau, out if extra is None else out + extra
+    rest = jvp_of_rest(_id_plain, primals, tangents, analytic=(1, 2, 3))
+    return r.tau, accumulate(r.tau, [(r.dq, dq), (r.dqd, dqd), (r.M, dqdd)], rest)
 
 
 _id.defjvp(_id_jvp, symbolic_zeros=True)

@@ -33,11 +33,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import SymbolicZero
 
 from jaxse3 import se3, so3
 from jaxse3.lie._shapes import as_float, batched
 from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.lie.tangents import accumulate, is_zero
 
 __all__ = [
     "strain", "strain_rates", "energy_density", "energy_density_grad", "energy_density_hess", "field_derivatives",
@@ -141,16 +141,16 @@ def _hess_core(X, P, K, chi0):
     return G.T @ Ks @ G + jnp.block([[Hxx, Hxp], [Hxp.T, Z]])
 
 
-def _is_zero(t) -> bool:
-    return isinstance(t, SymbolicZero)
-
-
 def _parameter_tangent(e, dK, dchi0, Ks):
-    """da = dK_s e − K_s dχ₀, the change of a = K(χ − χ₀) with the material data (None if both are zero)."""
-    da = None if _is_zero(dK) else _sym(dK) @ e
-    if not _is_zero(dchi0):
-        da = -(Ks @ dchi0) if da is None else da - Ks @ dchi0
-    return da
+    """da = dK_s e − K_s dχ₀, the change of a = K(χ − χ₀) with the material data."""
+    return accumulate(e, [(lambda t: _sym(t) @ e, dK), (lambda t: -(Ks @ t), dchi0)])
+
+
+def _state_tangent(X, P, tX, tP):
+    """The tangent of the concatenated state (X, P): a symbolic zero when both are, else dense."""
+    if is_zero(tX) and is_zero(tP):
+        return tX
+    return jnp.concatenate([jnp.zeros_like(X) if is_zero(tX) else tX, jnp.zeros_like(P) if is_zero(tP) else tP])
 
 
 @jax.custom_jvp
@@ -165,15 +165,8 @@ def _density_jvp(primals, tangents):
     tX, tP, tK, tc = tangents
     D, e, Ks, a, _ = _local(X, P, K, chi0)
     out = 0.5 * jnp.dot(e, a)
-    dv = jnp.zeros_like(out)
-    if not (_is_zero(tX) and _is_zero(tP)):
-        g = _grad_fn(X, P, K, chi0)
-        tXP = jnp.concatenate([jnp.zeros_like(X) if _is_zero(tX) else tX, jnp.zeros_like(P) if _is_zero(tP) else tP])
-        dv = dv + jnp.dot(g, tXP)
-    if not _is_zero(tK):
-        dv = dv + 0.5 * jnp.dot(e, tK @ e)
-    if not _is_zero(tc):
-        dv = dv - jnp.dot(a, tc)
+    dv = accumulate(out, [(lambda t: jnp.dot(_grad_fn(X, P, K, chi0), t), _state_tangent(X, P, tX, tP)),
+                          (lambda t: 0.5 * jnp.dot(e, t @ e), tK), (lambda t: -jnp.dot(a, t), tc)])  # fmt: skip
     return out, dv
 
 
@@ -190,15 +183,12 @@ def _grad_jvp(primals, tangents):
     X, P, K, chi0 = primals
     tX, tP, tK, tc = tangents
     g = _grad_core(X, P, K, chi0)
-    dg = jnp.zeros_like(g)
-    if not (_is_zero(tX) and _is_zero(tP)):
-        tXP = jnp.concatenate([jnp.zeros_like(X) if _is_zero(tX) else tX, jnp.zeros_like(P) if _is_zero(tP) else tP])
-        dg = dg + _hess_core(X, P, K, chi0) @ tXP
-    if not (_is_zero(tK) and _is_zero(tc)):
+    rest = None
+    if not (is_zero(tK) and is_zero(tc)):
         D, e, Ks, _, J = _local(X, P, K, chi0)
         da = _parameter_tangent(e, tK, tc, Ks)
-        dg = dg + jnp.concatenate([J.T @ da, D.T @ da])
-    return g, dg
+        rest = jnp.concatenate([J.T @ da, D.T @ da])
+    return g, accumulate(g, [(lambda t: _hess_core(X, P, K, chi0) @ t, _state_tangent(X, P, tX, tP))], rest)
 
 
 _grad_fn.defjvp(_grad_jvp, symbolic_zeros=True)

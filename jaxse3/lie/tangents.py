@@ -1,0 +1,68 @@
+"""Shared pieces of the ``jax.custom_jvp`` rules of the whole package (all registered with ``symbolic_zeros=True``).
+
+Every analytical rule in :mod:`jaxse3` has the same shape: the output tangent is a sum of analytical terms, one per
+argument whose tangent is not a symbolic zero (``J_q @ dq + J_v @ dv + …``), plus, for the arguments the analytical
+formulas do not cover (model parameters, loads, external forces), the plain autodiff JVP. These helpers write that
+once:
+
+- :func:`is_zero`: is a tangent a symbolic zero;
+- :func:`accumulate`: the sum of the analytical terms, skipping zero tangents at trace time;
+- :func:`jvp_of_rest`: the autodiff JVP with respect to the remaining arguments, or ``None`` when all their tangents
+  are symbolic zeros (the usual case), so that it costs nothing then.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+__all__ = ["is_zero", "accumulate", "jvp_of_rest"]
+
+
+def is_zero(tangent: Any) -> bool:
+    """True for a symbolic-zero tangent (``custom_jvp(..., symbolic_zeros=True)``)."""
+    return isinstance(tangent, SymbolicZero)
+
+
+def accumulate(primal_out: jax.Array, terms: Iterable[tuple[Any, Any]], rest: jax.Array | None = None) -> jax.Array:
+    """``Σ apply(t) over (apply, t) in terms`` for the tangents ``t`` that are not symbolic zeros, plus ``rest``.
+
+    ``apply`` is a matrix (applied as ``apply @ t``) or a callable of ``t``. The result has ``primal_out``'s shape; it
+    is an array of zeros when every tangent is a symbolic zero and ``rest`` is None.
+    """
+    out = None
+    for apply, t in terms:
+        if is_zero(t):
+            continue
+        term = apply(t) if callable(apply) else apply @ t
+        out = term if out is None else out + term
+    if rest is not None:
+        out = rest if out is None else out + rest
+    return jnp.zeros_like(primal_out) if out is None else out
+
+
+def _dense(primal: Any, tangent: Any) -> Any:
+    return jax.tree.map(lambda p, t: jnp.zeros_like(p) if is_zero(t) else t, primal, tangent, is_leaf=is_zero)
+
+
+def jvp_of_rest(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], analytic: Sequence[int]) -> Any:
+    """JVP of ``fn(*primals)`` along the tangents of the arguments *not* in ``analytic``, by plain autodiff.
+
+    Returns None when all of those tangents are symbolic zeros (derivatives in the state only), so a rule pays for
+    the autodiff path only when a caller differentiates with respect to parameters.
+    """
+    rest = [i for i in range(len(primals)) if i not in analytic]
+    leaves = [t for i in rest for t in jax.tree.leaves(tangents[i], is_leaf=is_zero)]
+    if all(is_zero(t) for t in leaves):
+        return None
+
+    def of_rest(*free):
+        args = list(primals)
+        for i, value in zip(rest, free):
+            args[i] = value
+        return fn(*args)
+
+    return jax.jvp(of_rest, tuple(primals[i] for i in rest), tuple(_dense(primals[i], tangents[i]) for i in rest))[1]
