@@ -9,7 +9,8 @@ motion subspace ``s``, ``Ṡ = v_i × s``, ``Ψ̇ = v_λ(i) × s`` and ``Ψ̈ = 
 the composites ``I^C``, ``B^C`` (Coriolis factor, eq. (6) **times 2**, as in Algorithm 1: digest §7) and ``f^C``.
 Because the tree is static, the sums over ancestors and subtrees are products with constant 0/1 matrices
 (:class:`Topology`), so the whole routine is a handful of dense, batched contractions — no Python loop over the
-tree in the traced program — and the blocks of eqs. (7)–(8) are selected by the ancestor masks:
+tree in the traced program; 6×6 products with cross-product matrices are written as cross products on the columns
+and rows (:func:`cross_sandwich`) — and the blocks of eqs. (7)–(8) are selected by the ancestor masks:
 
 * (7a), (8a), ``j ⪯ i``: rows of DoFs of i, columns of DoFs of its ancestors (diagonal blocks included: the (7a)
   form is the one that is right inside a multi-DoF joint, digest §1.5);
@@ -35,25 +36,15 @@ from jaxse3.lie.rules import RULE_CALLS
 from jaxse3.lie.tangents import accumulate, is_zero, jvp_of_rest
 from jaxse3.rigid import _spatial
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.kinematics import world_motion_subspaces, world_poses
+from jaxse3.rigid.kinematics import forward_kinematics
 from jaxse3.rigid.model import Model, _tree_matrices
-from jaxse3.rigid.rnea import _rnea, check_state, world_inertias
+from jaxse3.rigid.rnea import _rnea, check_state
 
 __all__ = ["rnea", "rnea_derivatives", "Topology", "topology", "GroundPass", "ground_pass", "tangent_of"]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # spatial cross-product matrices (seed 002 eqs. (3)–(4) and the swapped force cross of digest §1.1)
-
-
-def crm(v):
-    """v× (motion cross product matrix) = ad_v; batched over leading axes."""
-    return _se3.ad(v)
-
-
-def crf(v):
-    """v×* = −(v×)ᵀ (force cross product matrix)."""
-    return -jnp.swapaxes(_se3.ad(v), -1, -2)
 
 
 def crf_bar(f):
@@ -123,43 +114,39 @@ class GroundPass(NamedTuple):
 
 
 def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
-    """Forward pass of IDSVA in the ground frame (per-body composites; see :func:`_ground_pass`).
+    """Forward pass of IDSVA in the ground frame, with the subtree sums as products with ``Topology.support``.
 
     Gravity enters as the base acceleration ``a_0 = −a_g`` (Algorithm 1 line 1); ``f_ext`` (nb, 6) are wrenches on
     the bodies in their own frames (they move with the bodies, so the derivative formulas hold unchanged with
     ``f_i ← f_i − f_ext,i``).
     """
-    return _ground_pass(model, q, v, a, f_ext)[0]
-
-
-def _ground_pass(model: Model, q, v, a, f_ext=None) -> tuple[GroundPass, tuple[Array, Array, Array]]:
-    """:func:`ground_pass` and the composites ``(I^C, B^C, f^C)`` of joint(a) per DoF a, (nv, 6, 6), (nv, 6, 6),
-    (nv, 6). Every sum over ancestors or over a subtree, and every per-DoF copy of a body quantity, is a product with a
-    constant 0/1 matrix of the static tree (a few dense products, no gathers)."""
     top = topology(model)
-    J, nb, n = top.joint, model.nb, model.nv
-    R, p = world_poses(model, q)
-    S = world_motion_subspaces(model, R, p)
-    inertia = world_inertias(R, p, model.inertias)
-    up = top.support[J].T  # (nb, nv): 1 iff joint(a) ⪯ i
-    strict = top.E * (1.0 - top.same)  # (nv, nv): 1 iff joint(b) ≺ joint(a)
-    ancestors = jnp.asarray(np.concatenate([up, top.E, strict]))  # body sums, own-joint sums, parent sums per DoF
+    H = forward_kinematics(model, q)
+    R, p = H[:, :3, :3], H[:, :3, 3]
+    rows = [_joints.motion_subspace(t, model.joint_axes[i]) for i, t in enumerate(model.joint_types)]
+    S = jnp.concatenate([_spatial.motion_to_parent(R[i], p[i], r) for i, r in enumerate(rows)], axis=0)
+    inertia = jax.vmap(_spatial.inertia_transform_to_parent)(R, p, model.inertias)
+    # ancestor sums: x_i = Σ_{joint(a) ⪯ i} y_a  ->  support[joint].T @ y ; strict ancestors: minus joint i's own DoFs
+    up = jnp.asarray(top.support[top.joint].T)  # (nb, nv)
+    own = jnp.asarray((top.joint[None, :] == np.arange(len(model.parents))[:, None]).astype(float))  # (nb, nv)
     a0 = jnp.concatenate([jnp.zeros(3, dtype=S.dtype), -model.gravity])
-    vel, vel_own, vel_parent = jnp.split(ancestors @ (S * v[:, None]), [nb, nb + n])
-    S_dot = _spatial.cross_motion(vel_own, S)
-    acc, acc_parent = jnp.split(a0 + jnp.asarray(np.concatenate([up, strict])) @ (S * a[:, None] + S_dot * v[:, None]),
-                                [nb])  # fmt: skip
-    Psi_dot = _spatial.cross_motion(vel_parent, S)
-    Psi_ddot = _spatial.cross_motion(acc_parent, S) + _spatial.cross_motion(vel_parent, Psi_dot)
+    sv = S * v[:, None]
+    vel = up @ sv
+    vel_parent = (up - own) @ sv
+    S_dot = _spatial.cross_motion(vel[top.joint], S)
+    acc_terms = S * a[:, None] + S_dot * v[:, None]
+    acc = a0 + up @ acc_terms
+    acc_parent = a0 + (up - own) @ acc_terms
+    Psi_dot = _spatial.cross_motion(vel_parent[top.joint], S)
+    Psi_ddot = _spatial.cross_motion(acc_parent[top.joint], S) + _spatial.cross_motion(vel_parent[top.joint], Psi_dot)
     Iv = jnp.einsum("bij,bj->bi", inertia, vel)
     f = jnp.einsum("bij,bj->bi", inertia, acc) + _spatial.cross_force(vel, Iv)
     if f_ext is not None:
         f = f - _spatial.force_to_parent(R, p, f_ext)
-    B = cross_sandwich(vel, inertia) + crf_bar(Iv)  # coriolis_factor(inertia, vel)
-    subtree = jnp.asarray(np.concatenate([top.support, top.support[J]]))  # per body, per DoF (of joint(a))
-    comp = subtree @ jnp.concatenate([inertia.reshape(nb, 36), B.reshape(nb, 36), f], axis=1)
-    IC, BC, fC = comp[:, :36].reshape(-1, 6, 6), comp[:, 36:72].reshape(-1, 6, 6), comp[:, 72:]
-    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, IC[:nb], BC[:nb], fC[:nb]), (IC[nb:], BC[nb:], fC[nb:])
+    B = coriolis_factor(inertia, vel)
+    sup = jnp.asarray(top.support)
+    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, jnp.einsum("ik,kxy->ixy", sup, inertia),
+                      jnp.einsum("ik,kxy->ixy", sup, B), sup @ f)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -168,21 +155,19 @@ def _ground_pass(model: Model, q, v, a, f_ext=None) -> tuple[GroundPass, tuple[A
 
 def _first_order(model: Model, q, v, a, f_ext=None):
     top = topology(model)
-    g, (IC, BC, fC) = _ground_pass(model, q, v, a, f_ext)
+    g = ground_pass(model, q, v, a, f_ext)
+    J = top.joint
+    IC, BC, fC = g.IC[J], g.BC[J], g.fC[J]
     mv = functools.partial(jnp.einsum, "aij,aj->ai")
     T1 = mv(IC, g.S)  # I^C s
     T2 = mv(BC, g.S) + mv(IC, g.Psi_dot + g.S_dot)  # 2B^C s + I^C (Ψ̇ + Ṡ)
-    T3 = mv(BC, g.Psi_dot) + mv(IC, g.Psi_ddot) + _spatial.cross_force(g.S, fC)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
+    T3 = mv(BC, g.Psi_dot) + mv(IC, g.Psi_ddot) + mv(crf_bar(fC), g.S)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
     T4 = jnp.einsum("aji,aj->ai", BC, g.S)  # (2B^C)ᵀ s
-    # j ⪯ i blocks (7a), (8a), M: [T4 | T1]ᵀ against stacked columns; j ≺ i blocks (7b), (8b), M: sᵀ against T3, T2, T1
-    P = jnp.concatenate([g.Psi_dot, g.Psi_ddot], axis=1)
-    V = jnp.concatenate([g.S, g.Psi_dot + g.S_dot], axis=1)
-    A = jnp.concatenate([jnp.zeros_like(g.S), g.S], axis=1)
-    upper = jnp.einsum("ax,kbx->kab", jnp.concatenate([T4, T1], axis=1), jnp.stack([P, V, A]))
-    lower = jnp.einsum("ax,kbx->kab", g.S, jnp.stack([T3, T2, T1]))
     E = jnp.asarray(top.E)
     below = jnp.asarray((top.E * (1.0 - top.same)).T)  # below[r, c] = 1 iff joint(r) ≺ joint(c)
-    dtau_dq, dtau_dv, M = E * upper + below * lower  # (7a) + (7b), (8a) + (8b), M_ji = S_jᵀ I_i^C S_i (eq. (16))
+    dtau_dq = E * (T4 @ g.Psi_dot.T + T1 @ g.Psi_ddot.T) + below * (g.S @ T3.T)  # (7a) + (7b)
+    dtau_dv = E * (T1 @ (g.Psi_dot + g.S_dot).T + T4 @ g.S.T) + below * (g.S @ T2.T)  # (8a) + (8b)
+    M = E * (T1 @ g.S.T) + below * (g.S @ T1.T)  # M_ji = S_jᵀ I_i^C S_i, j ⪯ i (eq. (16))
     return dtau_dq, dtau_dv, M
 
 
