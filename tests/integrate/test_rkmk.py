@@ -20,6 +20,7 @@ import scipy.linalg
 from jaxse3.integrate.group_state import LieODETerm, SE3Element, SO3Element
 from jaxse3.integrate.rkmk import RKMK, RKMK4, LieEuler, RKMKBosh3, RKMKDopri5, RKMKHeun
 from jaxse3.integrate.tableaux import ButcherTableau
+from tests.conftest import FAST_COMPILE
 
 T = 2.0
 X0 = np.array([0.3, -0.2, 0.1, 1.0, 2.0, 3.0])
@@ -316,20 +317,30 @@ def central_fd(fn, x, eps=1e-6):
     return np.array(out).reshape(x.shape)
 
 
-LOSS_VALUE = jax.jit(loss)
-LOSS_GRAD = jax.jit(jax.grad(loss, argnums=(0, 1)))
-LOSS_JACFWD = jax.jit(jax.jacfwd(lambda x, p: loss(x, p, adjoint=diffrax.ForwardMode())))
+@functools.lru_cache(maxsize=None)
+def loss_derivatives():
+    """Compiled once for both cases (FAST_COMPILE): (value, (∂ξ, ∂p)) by reverse mode, and ∂ξ by forward mode; the
+    finite differences take the values of the first."""
+    args = (jnp.zeros(6), jnp.asarray(1.0))
+    value_and_grad = jax.value_and_grad(loss, argnums=(0, 1))
+    jacfwd = jax.jacfwd(lambda x, p: loss(x, p, adjoint=diffrax.ForwardMode()))
+    return tuple(jax.jit(f).lower(*args).compile(FAST_COMPILE) for f in (value_and_grad, jacfwd))
 
 
 @pytest.mark.parametrize("p", [1.0, 0.0], ids=["p=1", "p=0 (all increments zero)"])
 def test_gradients_match_central_differences(p):
     xi0 = np.zeros(6)  # derivative at ξ = 0: the initial pose itself
-    value = LOSS_VALUE
-    g_xi, g_p = LOSS_GRAD(jnp.asarray(xi0), p)
+    value_and_grad, jacfwd = loss_derivatives()
+    p = jnp.asarray(p)
+
+    def value(x, q):
+        return value_and_grad(jnp.asarray(x), jnp.asarray(q))[0]
+
+    g_xi, g_p = value_and_grad(jnp.asarray(xi0), p)[1]
     assert np.all(np.isfinite(g_xi)) and np.isfinite(g_p)
-    np.testing.assert_allclose(g_xi, central_fd(lambda x: value(jnp.asarray(x), p), xi0), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(g_p, central_fd(lambda q: value(jnp.asarray(xi0), q), np.array(p)), rtol=1e-6, atol=1e-7)
-    fwd = LOSS_JACFWD(jnp.asarray(xi0), p)
+    np.testing.assert_allclose(g_xi, central_fd(lambda x: value(x, p), xi0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(g_p, central_fd(lambda q: value(xi0, q), np.array(p)), rtol=1e-6, atol=1e-7)
+    fwd = jacfwd(jnp.asarray(xi0), p)
     np.testing.assert_allclose(fwd, g_xi, rtol=1e-10, atol=1e-12)
 
 

@@ -6,20 +6,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.test_util import check_grads
 
 from jaxse3.lie import rules
+from tests.conftest import FAST_COMPILE
 from tests.lie import reference as ref
 from tests.lie.conftest import ANGLES, point, vectors
+from tests.lie.gradcheck import CompiledGradCheck
 
 MAPS = ["exp", "dexp", "dexp_inv", "dexp_apply", "dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "d_dexp",
         "d_dexp_inv", "dexp_jac", "dexp_inv_jac"]  # fmt: skip
+GRAD_TOL = dict(eps=1e-5, atol=1e-6, rtol=1e-6)  # of jax.test_util.check_grads, which CompiledGradCheck reproduces
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted(G, name, n):
-    """One compiled function of X per map, reused across test points (compilation dominates the test time)."""
-    return jax.jit(_fn(G, name, n))
+def _gradcheck(G, name, n):
+    """check_grads to order 2 of one map, compiled once and reused across test points (compilation dominates)."""
+    return CompiledGradCheck(_fn(G, name, n), (jnp.zeros(n),), **GRAD_TOL)
 
 
 def _fn(G, name, n):
@@ -35,33 +37,59 @@ def _fn(G, name, n):
 @pytest.mark.parametrize("name", MAPS)
 def test_check_grads_order2(group, name, phi):
     G, n = group
-    X = jnp.asarray(point(n, phi))
-    check_grads(_jitted(G, name, n), (X,), order=2, modes=("fwd", "rev"), eps=1e-5, atol=1e-6, rtol=1e-6)
+    _gradcheck(G, name, n)(jnp.asarray(point(n, phi)))
+
+
+def test_compiled_check_grads_detects_a_wrong_second_order_rule():
+    """The compiled check_grads passes sin with a correct rule and fails it where only the second order is wrong."""
+
+    def sin_with(cos_rule):
+        cos = jax.custom_jvp(jnp.cos)
+        cos.defjvp(lambda p, t: (jnp.cos(p[0]), cos_rule(p[0]) * t[0]))
+        sin = jax.custom_jvp(jnp.sin)
+        sin.defjvp(lambda p, t: (jnp.sin(p[0]), cos(p[0]) * t[0]))
+        return lambda X: sin(X)
+
+    X = jnp.array([0.3, -0.2, 1.0])
+    CompiledGradCheck(sin_with(lambda x: -jnp.sin(x)), (X,), **GRAD_TOL)(X)
+    with pytest.raises(AssertionError, match="JVP of JVP tangent"):
+        CompiledGradCheck(sin_with(jnp.sin), (X,), **GRAD_TOL)(X)  # d cos = +sin: wrong sign
+
+
+def _exp_near_zero(V, terms=10):
+    """exp(V̂) by its series: exact to round-off, with its first derivatives, for ‖V‖ ≤ 1e-2 (cheaper than
+    ``expm`` to compile to second order)."""
+    A = ref.hat(V)
+    out = P = jnp.eye(A.shape[0], dtype=V.dtype)
+    for i in range(1, terms):
+        P = P @ A / i
+        out = out + P
+    return out
 
 
 @functools.lru_cache(maxsize=None)
-def _log_curve(G):
-    return jax.jit(lambda V, H: G.log(H @ ref.exp(V)))
+def _log_curve_gradcheck(G, n):
+    dim = 3 if n == 3 else 4
+    return CompiledGradCheck(lambda V, H: G.log(H @ _exp_near_zero(V)), (jnp.zeros(n), jnp.eye(dim)), **GRAD_TOL)
 
 
 @pytest.mark.parametrize("phi", [0.0, 0.4, 2.5])
 def test_log_check_grads_on_group(group, phi):
-    """log along group curves H exp(tV): the rule differentiates correctly to second order."""
+    """log along group curves H exp(V), V near 0: the rule differentiates correctly to second order."""
     G, n = group
     H = ref.exp(jnp.asarray(point(n, phi)))
-    curve = _log_curve(G)
-    check_grads(lambda V: curve(V, H), (jnp.zeros(n) + 1e-3,), order=2, modes=("fwd", "rev"), eps=1e-5, atol=1e-6, rtol=1e-6)
+    _log_curve_gradcheck(G, n)(jnp.zeros(n) + 1e-3, H)
 
 
 def test_rules_are_used(group):
     """jacfwd / jacrev / hessian of user code invoke the hand-derived rules (trace-time counter and jaxpr)."""
     G, n = group
     X, Z, Q = map(jnp.asarray, vectors(n, 3))
-    rules.RULE_CALLS.clear()
-    jax.jacfwd(G.dexp_apply)(X, Z)
-    jax.jacrev(G.dexp_inv_apply)(X, Z)
-    jax.hessian(lambda X: Q @ G.dexp_apply(X, Z))(X)
-    jax.hessian(lambda X: jnp.sum(G.exp(X) ** 2))(X)
+    rules.RULE_CALLS.clear()  # the counter counts at trace time: tracing (eval_shape) is enough, nothing is compiled
+    jax.eval_shape(jax.jacfwd(G.dexp_apply), X, Z)
+    jax.eval_shape(jax.jacrev(G.dexp_inv_apply), X, Z)
+    jax.eval_shape(jax.hessian(lambda X: Q @ G.dexp_apply(X, Z)), X)
+    jax.eval_shape(jax.hessian(lambda X: jnp.sum(G.exp(X) ** 2)), X)
     c = rules.RULE_CALLS
     alg = G.__name__.rsplit(".", 1)[-1]
     assert c[f"{alg}.dexp.apply"] >= 1 and c[f"{alg}.dexp_inv.apply"] >= 1
@@ -99,7 +127,7 @@ def test_no_nan_at_zero_under_jit_and_vmap(group):
             out[name] = (f(X), jax.grad(scalar)(X), jax.hessian(scalar)(X))
         return out
 
-    for name, vals in jax.jit(jax.vmap(everything))(Xs).items():
+    for name, vals in jax.jit(jax.vmap(everything)).lower(Xs).compile(FAST_COMPILE)(Xs).items():
         for v in vals:
             assert np.all(np.isfinite(v)), name
 
@@ -109,20 +137,22 @@ def test_jit_vmap_and_broadcasting(group):
     rng = np.random.default_rng(0)
     Xs = jnp.asarray(rng.normal(size=(2, 5, n)))
     Z = jnp.asarray(rng.normal(size=n))
-    batched = G.dexp_jac(Xs, Z)
+    # all under jit: eager calls compile op by op, which costs more here (eager use is exercised in test_groups.py)
+    jac = jax.jit(G.dexp_jac)
+    batched = jac(Xs, Z)
     assert batched.shape == (2, 5, n, n)
-    loop = np.stack([[G.dexp_jac(Xs[i, j], Z) for j in range(5)] for i in range(2)])
+    loop = np.stack([[jac(Xs[i, j], Z) for j in range(5)] for i in range(2)])
     np.testing.assert_allclose(batched, loop, atol=1e-14)
-    np.testing.assert_allclose(jax.jit(G.dexp_jac)(Xs, Z), loop, atol=1e-14)
-    np.testing.assert_allclose(jax.vmap(jax.vmap(G.dexp_jac, (0, None)), (0, None))(Xs, Z), loop, atol=1e-14)
-    assert G.exp(Xs).shape == (2, 5) + ((3, 3) if n == 3 else (4, 4))
-    assert G.log(G.exp(Xs)).shape == (2, 5, n)
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.vmap(G.dexp_jac, (0, None)), (0, None)))(Xs, Z), loop, atol=1e-14)
+    assert jax.eval_shape(G.exp, Xs).shape == (2, 5) + ((3, 3) if n == 3 else (4, 4))
+    assert jax.eval_shape(lambda Xs: G.log(G.exp(Xs)), Xs).shape == (2, 5, n)
 
 
 def test_float32_dtype_preserved(group):
+    """Dtypes are fixed at trace time: abstract evaluation (eval_shape) gives the dtypes of the eager results."""
     G, n = group
     X = jnp.asarray(point(n, 0.8), dtype=jnp.float32)
     for name in ("exp", "dexp", "dexp_inv"):
-        assert getattr(G, name)(X).dtype == jnp.float32
-    assert G.dexp_hess(X, X, X).dtype == jnp.float32
-    assert jax.hessian(lambda X: jnp.sum(G.dexp_apply(X, X)))(X).dtype == jnp.float32
+        assert jax.eval_shape(getattr(G, name), X).dtype == jnp.float32
+    assert jax.eval_shape(G.dexp_hess, X, X, X).dtype == jnp.float32
+    assert jax.eval_shape(jax.hessian(lambda X: jnp.sum(G.dexp_apply(X, X))), X).dtype == jnp.float32

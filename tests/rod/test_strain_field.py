@@ -18,6 +18,7 @@ import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
 from jaxse3.rod import strain_field as sf
+from tests.conftest import FAST_COMPILE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -75,9 +76,15 @@ def points_with_zero_rotation():
     return X, dX
 
 
+def _fast(f, *args):
+    """f(*args) compiled with FAST_COMPILE (compilation dominates these tests)."""
+    return jax.jit(f).lower(*args).compile(FAST_COMPILE)(*args)
+
+
 @functools.lru_cache(maxsize=None)
 def _density_derivs():
-    """Closed forms, and jax.grad/jax.hessian through the custom_jvp rules, of V̄ in (X, X′), vmapped, jitted."""
+    """Closed forms, and jax.grad/jax.hessian through the custom_jvp rules, of V̄ in (X, X′), vmapped, compiled
+    (FAST_COMPILE) for the points of points_with_zero_rotation."""
 
     def one(X, dX, K, chi0):
         z = jnp.concatenate([X, dX])
@@ -90,8 +97,8 @@ def _density_derivs():
         f = lambda z: density_plain(z[:6], z[6:], K, chi0)  # noqa: E731
         return f(z), jax.grad(f)(z), jax.hessian(f)(z)
 
-    vm = lambda f: jax.jit(jax.vmap(f, (0, 0, None, None)))  # noqa: E731
-    return vm(one), vm(plain)
+    example = (*points_with_zero_rotation(), K_TEST, CHI0_TEST)
+    return tuple(jax.jit(jax.vmap(f, (0, 0, None, None))).lower(*example).compile(FAST_COMPILE) for f in (one, plain))
 
 
 def test_energy_density_derivatives_against_plain_autodiff():
@@ -116,10 +123,10 @@ def test_hessian_runs_the_closed_form_rules():
     rod = sf.StrainFieldRod(K_TEST, CHI0_TEST, sf.ChebyshevField(3, clamped=False), n_quad=5)
     c = rod.straight() + 0.2 * jax.random.normal(jax.random.PRNGKey(3), (rod.n_coeffs, 6))
     before = dict(RULE_CALLS)
-    g = jax.jit(jax.grad(sf.energy, argnums=1))(rod, c)
+    g = _fast(lambda c: jax.grad(sf.energy, argnums=1)(rod, c), c)
     assert RULE_CALLS["rod.energy_density"] > before.get("rod.energy_density", 0)
     mid = RULE_CALLS["rod.energy_density_grad"]
-    H = jax.jit(jax.hessian(sf.energy, argnums=1))(rod, c)
+    H = _fast(lambda c: jax.hessian(sf.energy, argnums=1)(rod, c), c)
     assert RULE_CALLS["rod.energy_density_grad"] > mid
     np.testing.assert_allclose(g, sf.energy_gradient(rod, c), rtol=1e-12, atol=1e-12 * float(jnp.abs(g).max()))
     np.testing.assert_allclose(H, sf.energy_hessian(rod, c), rtol=1e-12, atol=1e-12 * float(jnp.abs(H).max()))
@@ -128,7 +135,7 @@ def test_hessian_runs_the_closed_form_rules():
         X, dX = rod.basis0 @ c, rod.basis1 @ c
         return jnp.dot(rod.weights, jax.vmap(density_plain, (0, 0, None, None))(X, dX, K_TEST, CHI0_TEST))
 
-    Hp = jax.jit(jax.hessian(plain_energy))(c)
+    Hp = _fast(jax.hessian(plain_energy), c)
     np.testing.assert_allclose(H, Hp, atol=1e-11 * float(jnp.abs(Hp).max()), rtol=0)
 
 
@@ -219,7 +226,7 @@ def test_literal_closed_forms_fail_near_zero_robust_do_not():
     ex = example()
     assert np.isnan(np.asarray(ex.LITERAL.d2_dexp(jnp.zeros(6), jnp.ones(6), jnp.ones(6)))).all()
     taus = jnp.array([0.5 - 1e-7, 0.4])
-    lit, rob = map(np.asarray, jax.jit(lambda t: (ex.rates(t, ex.LITERAL), ex.rates(t)))(taus))
+    lit, rob = map(np.asarray, _fast(lambda t: (ex.rates(t, ex.LITERAL), ex.rates(t)), taus))
     assert np.isfinite(rob).all()
     assert np.abs(lit[0, 2] - rob[0, 2]).max() > 1.0 * np.abs(rob[0, 2]).max()  # χ″ next to x = 0
     assert np.abs(lit[0, 1] - rob[0, 1]).max() > 1e-4 * np.abs(rob[0, 1]).max()  # χ′
