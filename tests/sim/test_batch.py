@@ -28,6 +28,20 @@ def test_batch_of_inputs_and_systems_equals_loop():
         np.testing.assert_allclose(b2.q[k], simulate(systems[0], u[k], q0=q0[k], **KW).q, rtol=1e-10, atol=1e-12)
 
 
+def test_implicit_batch_equals_loop():
+    """Kvaerno5 with its per-step chord iteration (:class:`jaxse3.sim.dynamics.StepChord`) under vmap: each member keeps its own
+    adaptive steps and Jacobians, so the batch reproduces single runs."""
+    s = standin.make(g=1.5)
+    u = jnp.array([[1.0, -0.5], [3.0, 2.0]])
+    kw = dict(t_final=1.0, n_save=5, solver="kvaerno5", rtol=1e-8, atol=1e-10)
+    batch = simulate_batch(s, u, **kw)
+    for k in range(2):
+        one = simulate(s, u[k], **kw)
+        np.testing.assert_allclose(batch.q[k], one.q, rtol=1e-9, atol=1e-11)
+        assert int(batch.num_steps[k]) == int(one.num_steps)
+    assert int(batch.num_steps[0]) != int(batch.num_steps[1])  # the members did step independently
+
+
 def test_batch_arguments():
     s = standin.make()
     with pytest.raises(ValueError, match="nothing is batched"):
