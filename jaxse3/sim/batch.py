@@ -34,6 +34,10 @@ def _axis(x, batched: bool):
     return jax.tree.map(lambda _: 0 if batched else None, eqx.filter(x, eqx.is_array))
 
 
+#: the keyword arguments of :func:`simulate` that are numbers (traced, not compile-time constants)
+_NUMERIC = ("t_final", "rtol", "atol", "dt0", "dt")
+
+
 def simulate_batch(
     system: System,
     inputs=None,
@@ -56,6 +60,10 @@ def simulate_batch(
     if not (batch_system or batch_inputs or batch_q0):
         raise ValueError("simulate_batch: nothing is batched; set batch_system, batch_inputs or batch_q0")
     q0 = jnp.zeros(system.n_dof) if q0 is None else jnp.asarray(q0, dtype=float)
+    if "t_final" in kwargs and not kwargs["t_final"] > 0:
+        raise ValueError(f"simulate_batch: t_final must be positive, got {kwargs['t_final']}")
+    # numbers enter the compiled function as arrays, so one compilation serves every t_final, tolerance and step
+    kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC and v is not None else v for k, v in kwargs.items()}
     return _simulate_batch(system, inputs, q0, (batch_system, batch_inputs, batch_q0), kwargs)
 
 

@@ -176,7 +176,7 @@ def simulate(
         raise ValueError(f"simulate: solver must be one of {SOLVERS}, got {solver!r}")
     if jacobian not in ("analytic", "finite-difference"):
         raise ValueError(f"simulate: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
-    if not t_final > 0:
+    if not isinstance(t_final, jax.core.Tracer) and not t_final > 0:  # traced under simulate_batch: checked there
         raise ValueError(f"simulate: t_final must be positive, got {t_final}")
     if n_save < 2:
         raise ValueError(f"simulate: n_save must be >= 2, got {n_save}")

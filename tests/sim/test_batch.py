@@ -48,3 +48,20 @@ def test_batch_arguments():
         simulate_batch(s, None, batch_inputs=False, **KW)
     with pytest.raises(ValueError, match="at least one"):
         stack([])
+    with pytest.raises(ValueError, match="t_final must be positive"):
+        simulate_batch(s, jnp.ones((2, 2)), **{**KW, "t_final": 0.0})
+
+
+def test_one_compilation_serves_every_horizon_and_tolerance(monkeypatch):
+    """t_final, rtol, atol enter the compiled batch as arrays: changing them must not trace (compile) again."""
+    import jaxse3.sim.batch as batch_module
+
+    traces = []
+    monkeypatch.setattr(batch_module, "simulate", lambda *a, **k: traces.append(1) or simulate(*a, **k))
+    s, u = standin.make(), jnp.array([[1.0, 0.0], [0.0, 1.0]])
+    kw = dict(KW, n_save=3)  # a shape of its own, so no earlier test has compiled it
+    short = simulate_batch(s, u, **kw)
+    longer = simulate_batch(s, u, **{**kw, "t_final": 2.0, "rtol": 1e-7})
+    assert len(traces) == 1
+    np.testing.assert_allclose(longer.t[:, -1], 2.0)
+    np.testing.assert_allclose(longer.q[0, 1], short.q[0, -1], rtol=1e-6, atol=1e-8)  # q(1 s) of both runs
