@@ -46,6 +46,7 @@ def simulate_batch(
     batch_inputs: bool = True,
     q0: jax.Array | None = None,
     batch_q0: bool = False,
+    chunk_size: int | None = 8,
     **kwargs,
 ) -> Trajectory:
     """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
@@ -55,8 +56,14 @@ def simulate_batch(
         inputs: inputs with a leading batch axis on their arrays iff ``batch_inputs`` (a (B, n_inputs) array means
             B constant inputs).
         q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
+        chunk_size: members simulated together: the batch runs as ``jax.lax.map(..., batch_size=chunk_size)``, a
+            loop over vmapped chunks (``None``: one vmap over the whole batch). Chunks keep each member's
+            intermediates in cache, and they avoid a hang of the XLA CPU runtime (jax 0.10.2, 2 cores: all threads
+            idle, never returns) that we reproduced for the implicit solvers with a single vmap of 16 or more CDM rods.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
+        raise ValueError(f"simulate_batch: chunk_size must be a positive int or None, got {chunk_size!r}")
     if not (batch_system or batch_inputs or batch_q0):
         raise ValueError("simulate_batch: nothing is batched; set batch_system, batch_inputs or batch_q0")
     q0 = jnp.zeros(system.n_dof) if q0 is None else jnp.asarray(q0, dtype=float)
@@ -64,14 +71,23 @@ def simulate_batch(
         raise ValueError(f"simulate_batch: t_final must be positive, got {kwargs['t_final']}")
     # numbers enter the compiled function as arrays, so one compilation serves every t_final, tolerance and step
     kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC and v is not None else v for k, v in kwargs.items()}
-    return _simulate_batch(system, inputs, q0, (batch_system, batch_inputs, batch_q0), kwargs)
+    return _simulate_batch(system, inputs, q0, (batch_system, batch_inputs, batch_q0), chunk_size, kwargs)
 
 
 @eqx.filter_jit
-def _simulate_batch(system, inputs, q0, batched, kwargs) -> Trajectory:
-    in_axes = tuple(_axis(x, b) for x, b in zip((system, inputs, q0), batched))
-    one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
-    return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
+def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+    if chunk_size is None:
+        in_axes = tuple(_axis(x, b) for x, b in zip((system, inputs, q0), batched))
+        one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
+        return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
+    # the batched arrays are mapped, everything else (unbatched arguments, static fields) is closed over
+    parts = [eqx.partition(x, eqx.is_array) if b else (None, x) for x, b in zip((system, inputs, q0), batched)]
+
+    def one(mapped):
+        system, inputs, q0 = (rest if m is None else eqx.combine(m, rest) for m, (_, rest) in zip(mapped, parts))
+        return simulate(system, inputs, q0=q0, **kwargs)
+
+    return jax.lax.map(one, tuple(m for m, _ in parts), batch_size=chunk_size)
 
 
 def solve_statics_batch(
