@@ -1,19 +1,21 @@
 """Simulation drivers: statics (Newton), dynamics (diffrax implicit/explicit, Newmark-β), batches (vmap), results.
 
-Seed 003 §3: statics by Newton with the analytical Jacobian (eq. (13)), dynamics with an implicit adaptive solver whose
-Newton Jacobian comes from the models' ``custom_jvp`` rules (eqs. (6)–(9)) or by fixed-step Newmark-β (eqs. (10)–(12)),
-and explicit solvers for comparison. Models enter as a :class:`System` (forward dynamics + residual of a parameter
+Seed 003 §3: statics by Newton with the analytical Jacobian (eq. (13)), dynamics with an implicit adaptive solver
+(Kvaerno) whose stages are solved by :class:`StepChord`, a chord iteration with one Jacobian per step taken from the
+models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs. (10)–(12)), and explicit solvers for
+comparison. Batches run as vmapped chunks (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter
 pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod.
 """
 
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
-from jaxse3.sim.dynamics import SOLVERS, simulate
+from jaxse3.sim.dynamics import SOLVERS, StepChord, simulate
 from jaxse3.sim.statics import StaticsSolution, solve_statics
 from jaxse3.sim.system import SampledInput, System, as_input, finite_difference, rod_system
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
-    "energy_statics", "System", "rod_system", "SampledInput", "as_input", "finite_difference", "simulate", "SOLVERS", "Trajectory",
+    "energy_statics", "System", "rod_system", "SampledInput", "as_input", "finite_difference", "simulate", "SOLVERS", "StepChord",
+    "Trajectory",
     "solve_statics", "StaticsSolution", "simulate_batch", "solve_statics_batch", "stack",
 ]  # fmt: skip
