@@ -19,11 +19,19 @@ from ``jax.jacfwd`` of r (which runs the custom_jvp rules of whatever r calls). 
 trapezoidal rule: second order, no numerical damping, energy-conserving for linear undamped systems.
 
 Newton convergence: ``βh² ‖r‖_∞ ≤ tol`` (r converted to ``∂r/∂q̈ × displacement`` units, e.g. mass × length for
-mechanics), checked before each update. Iterations are counted in the solver state
-(:func:`jaxse3.integrate.generalized_alpha.newton_statistics` reads them); a step that does not converge within
-``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises (or reports it with
-``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by the same Newton iteration
+mechanics), checked before each update. ``iteration="newton"`` (default) evaluates J at every iterate;
+``iteration="modified"`` keeps the LU factors of J in the solver state across steps and re-evaluates J only when an
+update reduces the residual by less than the factor ``rate`` (:func:`~jaxse3.integrate._newton.modified_newton`): for
+a mass-dominated J (small h, e.g. a soft rod), most steps cost a few residuals and no Jacobian. Iterations and
+Jacobian evaluations are counted in the solver state (:func:`jaxse3.integrate.newton_statistics` reads them); a step
+that does not converge within ``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises
+(or reports it with ``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by Newton
 (checked with ``eqx.error_if``).
+
+**Block systems.** ``q`` may also be a stack ``(B, n)`` of B independent systems on one time grid (e.g. a batch of
+rods): the residual maps ``(B, n)`` arrays to ``(B, n)``, the term's ``jacobian`` (required then) returns blocks
+``(B, n, n)``, and one convergence test covers the whole stack. Unlike a ``vmap`` over solves, the Newton loop and the
+Jacobian-refresh decision stay scalar, so ``iteration="modified"`` saves its Jacobians for the whole batch.
 """
 
 from __future__ import annotations
@@ -35,16 +43,18 @@ import jax
 import jax.numpy as jnp
 from diffrax import AbstractSolver, AbstractTerm, LocalLinearInterpolation, RESULTS
 
-from jaxse3.integrate._newton import newton, unwrap_term
+from jaxse3.integrate._newton import Factors, factor, modified_newton, newton, unwrap_term
 
 __all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
 
 
-def _check_vector(y0):
+def _check_vector(y0, jacobian):
     q0, qd0 = y0
-    if jnp.ndim(q0) != 1 or jnp.shape(q0) != jnp.shape(qd0):
-        raise ValueError(f"Newmark: y0 must be (q, qd), two vectors of the same shape (n,), got "
-                         f"{jnp.shape(q0)} and {jnp.shape(qd0)}")
+    if jnp.ndim(q0) not in (1, 2) or jnp.shape(q0) != jnp.shape(qd0):
+        raise ValueError(f"Newmark: y0 must be (q, qd), two vectors of the same shape (n,) (or stacks (B, n) of "
+                         f"independent systems), got {jnp.shape(q0)} and {jnp.shape(qd0)}")
+    if jnp.ndim(q0) == 2 and jacobian is None:
+        raise ValueError("Newmark: a stack y0 of shape (B, n) needs the term's jacobian, returning (B, n, n) blocks")
 
 
 class SecondOrderResidualTerm(AbstractTerm):
@@ -52,8 +62,8 @@ class SecondOrderResidualTerm(AbstractTerm):
 
     Attributes:
         residual: ``residual(t, q, qd, qdd, args) -> (n,)``.
-        jacobian: optional ``jacobian(t, q, qd, qdd, args) -> (∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``, each ``(n, n)``; when None,
-            ``jax.jacfwd`` of ``residual``.
+        jacobian: optional ``jacobian(t, q, qd, qdd, args) -> (∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``, each ``(n, n)`` (blocks
+            ``(B, n, n)`` for a stack ``q`` ``(B, n)``); when None, ``jax.jacfwd`` of ``residual`` (vectors only).
 
     As a diffrax term, ``vf(t, (q, q̇), args)`` returns ``(q̇, q̈)`` with q̈ solving r = 0 (Newton from q̈ = 0).
     """
@@ -70,14 +80,14 @@ class SecondOrderResidualTerm(AbstractTerm):
 
     def solve_acceleration(self, t, q, qd, args, tol: float, max_iters: int, scale=1.0):
         """q̈ with ``r(t, q, q̇, q̈) = 0`` by Newton from q̈ = 0 (test ``scale ‖r‖_∞ ≤ tol``); a NewtonResult."""
-        _check_vector((q, qd))
+        _check_vector((q, qd), self.jacobian)
 
-        def fun(x, p):
-            term, t_, q_, qd_, args_ = p
+        def fun(x, p):  # closes over nothing traced: the root's derivative rule runs outside this trace
+            term, t_, q_, qd_, args_, scale_ = p
             r, _, _, dr_dqdd = term.partials(t_, q_, qd_, x, args_)
-            return scale * r, scale * dr_dqdd
+            return scale_ * r, scale_ * dr_dqdd
 
-        return newton(fun, jnp.zeros_like(qd), (self, t, q, qd, args), tol, max_iters)
+        return newton(fun, jnp.zeros_like(qd), (self, t, q, qd, args, scale), tol, max_iters)
 
     def vf(self, t, y, args):
         q, qd = y
@@ -97,6 +107,8 @@ class NewmarkState(eqx.Module):
     acceleration: jax.Array  # q̈_n
     newton_iterations: jax.Array  # total Newton updates since t0 (int32)
     max_newton_iterations: jax.Array  # largest number of updates in one step (int32)
+    jacobian_evaluations: jax.Array  # iteration matrices evaluated since t0 (int32)
+    factors: Factors | None  # iteration="modified": LU factors of the matrix in use
 
 
 class Newmark(AbstractSolver):
@@ -109,6 +121,9 @@ class Newmark(AbstractSolver):
         beta, gamma: Newmark parameters (default ¼, ½: trapezoidal, unconditionally stable, no damping).
         tol: Newton tolerance on ``βh² ‖r‖_∞``.
         max_iters: Newton updates allowed per step before the step is reported as failed.
+        iteration: ``"newton"`` (J at every iterate) or ``"modified"`` (J kept across steps, refreshed when an update
+            reduces the residual by less than ``rate``).
+        rate: the refresh threshold of ``"modified"``.
     """
 
     term_structure: ClassVar = SecondOrderResidualTerm
@@ -118,6 +133,12 @@ class Newmark(AbstractSolver):
     gamma: float | jax.Array = 0.5
     tol: float = 1e-10
     max_iters: int = eqx.field(static=True, default=20)
+    iteration: str = eqx.field(static=True, default="newton")
+    rate: float = 0.1
+
+    def __check_init__(self):
+        if self.iteration not in ("newton", "modified"):
+            raise ValueError(f"Newmark: iteration must be 'newton' or 'modified', got {self.iteration!r}")
 
     def order(self, terms):
         return 2
@@ -129,7 +150,10 @@ class Newmark(AbstractSolver):
         sol = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
         qdd0 = eqx.error_if(sol.x, ~sol.converged, "Newmark.init: Newton for the initial acceleration did not converge")
         zero = jnp.asarray(0, jnp.int32)
-        return NewmarkState(qdd0, zero, zero)
+        if self.iteration == "newton":
+            return NewmarkState(qdd0, zero, zero, zero, None)
+        S = self._system(qdd0, (self, terms, t0, h, y0, qdd0, args))[1]
+        return NewmarkState(qdd0, zero, zero, jnp.asarray(1, jnp.int32), factor(jax.lax.stop_gradient(S)))
 
     def predict(self, h, y0, qdd0, qdd1):
         """(q_{n+1}, q̇_{n+1}) from the Newmark update for a given q̈_{n+1}."""
@@ -139,25 +163,42 @@ class Newmark(AbstractSolver):
         qd1 = qd0 + h * (1.0 - gamma) * qdd0 + h * gamma * qdd1
         return q1, qd1
 
+    @staticmethod
+    def _residual(x, p):
+        """βh² r(t_{n+1}, q_{n+1}(x), q̇_{n+1}(x), x) for the unknown x = q̈_{n+1}."""
+        solver, term, t1, h, y0, qdd0, args = p
+        q, qd = solver.predict(h, y0, qdd0, x)
+        return solver.beta * h * h * term.residual(t1, q, qd, x, args)
+
+    @staticmethod
+    def _system(x, p):
+        """(βh² r, βh² J) with J of eq. (12) (divided by 1/(βh²)); blocks for a stack."""
+        solver, term, t1, h, y0, qdd0, args = p
+        q, qd = solver.predict(h, y0, qdd0, x)
+        r, dq, dqd, dqdd = term.partials(t1, q, qd, x, args)
+        scale = solver.beta * h * h
+        return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
+
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         del made_jump
         terms = unwrap_term(terms, SecondOrderResidualTerm)
-
-        def fun(x, p):
-            solver, term, t1_, h, y0_, qdd0, args_ = p
-            q, qd = solver.predict(h, y0_, qdd0, x)
-            r, dq, dqd, dqdd = term.partials(t1_, q, qd, x, args_)
-            scale = solver.beta * h * h
-            return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
-
         h = t1 - t0
         qdd0 = solver_state.acceleration
-        sol = newton(fun, qdd0, (self, terms, t1, h, y0, qdd0, args), self.tol, self.max_iters)
+        params = (self, terms, t1, h, y0, qdd0, args)
+        if self.iteration == "newton":
+            sol = newton(self._system, qdd0, params, self.tol, self.max_iters)
+            factors, jacobians = None, sol.iterations + 1
+        else:
+            sol = modified_newton(self._residual, lambda x, p: self._system(x, p)[1], qdd0, params,
+                                  solver_state.factors, self.tol, self.max_iters, self.rate)  # fmt: skip
+            factors, jacobians = sol.factors, sol.refreshes
         y1 = self.predict(h, y0, qdd0, sol.x)
         state = NewmarkState(
             sol.x,
             solver_state.newton_iterations + sol.iterations,
             jnp.maximum(solver_state.max_newton_iterations, sol.iterations),
+            solver_state.jacobian_evaluations + jacobians,
+            factors,
         )
         result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
         return y1, None, dict(y0=y0, y1=y1), state, result
