@@ -11,7 +11,9 @@ points of the interval:
 The q-dependence of 𝓩 is bilinear, so one function gives 𝓩̇ (C8), the 𝓩̈ term of (C14) and every q-derivative of
 𝓩 v: :func:`magnus_dZ` ``(Φ_c, v) = ∂(𝓩(q) v)/∂q = (√3h²/12)(ad_{Φ₁v}Φ₂ − ad_{Φ₂v}Φ₁)``, so that 𝓩̇ = dZ(q̇) and
 𝓩̈ = dZ(q̈). :func:`magnus_dZT` is the transpose-side derivative ∂(𝓩(q)ᵀ w)/∂q used in (C29). Both vanish for the
-2nd-order scheme. All functions act on one interval; vmap them over intervals.
+2nd-order scheme. Without forming the (6, n) matrix 𝓩 (inverse dynamics alone needs only its products):
+:func:`magnus_rates` gives Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇ from the strain rates, :func:`magnus_ZT_apply` gives 𝓩ᵀw.
+All functions act on one interval; vmap them over intervals.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import numpy as np
 
 from jaxse3 import se3
 
-__all__ = ["ORDERS", "collocation_nodes", "magnus_omega", "magnus_Z", "magnus_dZ", "magnus_dZT"]
+__all__ = ["ORDERS", "collocation_nodes", "magnus_omega", "magnus_Z", "magnus_dZ", "magnus_dZT", "magnus_rates",
+           "magnus_ZT_apply"]
 
 ORDERS = (2, 4)
 _S3 = math.sqrt(3.0)
@@ -71,3 +74,28 @@ def magnus_dZT(Phi_c: jax.Array, w: jax.Array, h: jax.Array, order: int) -> jax.
         return jnp.zeros((n, n), Phi_c.dtype)
     B = se3.adbar(w)
     return _c(h) * (Phi_c[1].T @ B @ Phi_c[0] - Phi_c[0].T @ B @ Phi_c[1])
+
+
+def magnus_rates(xi_c: jax.Array, xid_c: jax.Array, xidd_c: jax.Array, h: jax.Array, order: int
+                 ) -> tuple[jax.Array, jax.Array, jax.Array]:  # fmt: skip
+    """(Ω, Ω̇, Ω̈) of one interval from the strains ξ, ξ̇ = Φq̇, ξ̈ = Φq̈ at its collocation points ((n_c, 6) each):
+    Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇ (C5, C8) by differentiating the bilinear (C1) twice in time."""
+    if order == 2:
+        return h * xi_c[0], h * xid_c[0], h * xidd_c[0]
+    c = _c(h)
+    ad = se3.ad
+    Om = h / 2 * (xi_c[0] + xi_c[1]) + c * ad(xi_c[0]) @ xi_c[1]
+    Om_d = h / 2 * (xid_c[0] + xid_c[1]) + c * (ad(xid_c[0]) @ xi_c[1] + ad(xi_c[0]) @ xid_c[1])
+    Om_dd = h / 2 * (xidd_c[0] + xidd_c[1]) + c * (ad(xidd_c[0]) @ xi_c[1] + 2.0 * ad(xid_c[0]) @ xid_c[1]
+                                                   + ad(xi_c[0]) @ xidd_c[1])  # fmt: skip
+    return Om, Om_d, Om_dd
+
+
+def magnus_ZT_apply(xi_c: jax.Array, Phi_c: jax.Array, w: jax.Array, h: jax.Array, order: int) -> jax.Array:
+    """𝓩ᵀw (n,) for a wrench-like w (6,), without forming 𝓩 (C5): (h/2)(Φ₁ + Φ₂)ᵀw + (√3h²/12)(Φ₂ᵀad_{ξ₁}ᵀw −
+    Φ₁ᵀad_{ξ₂}ᵀw)."""
+    if order == 2:
+        return h * Phi_c[0].T @ w
+    ad = se3.ad
+    return (h / 2 * (Phi_c[0] + Phi_c[1]).T @ w
+            + _c(h) * (Phi_c[1].T @ (ad(xi_c[0]).T @ w) - Phi_c[0].T @ (ad(xi_c[1]).T @ w)))  # fmt: skip

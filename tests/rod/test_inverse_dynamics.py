@@ -31,12 +31,17 @@ def _states(rod):
     return {"random": (q, qd, qdd), "straight_at_rest": (z, z, z), "straight_moving": (z, qd, qdd)}
 
 
+_id_matrix_path = jax.jit(lambda rod, q, qd, qdd: R.rnea(rod, q, qd, qdd, level="mass").tau)
+
+
 @pytest.mark.parametrize("order", [4, 2])
 def test_id_equals_kane_assembly(order):
+    """Both RNEA paths: ID alone (twist rates and 𝓩ᵀw, no (6, n) matrices) and the one that also forms S, M."""
     rod = small_rod(order)
     for name, (q, qd, qdd) in _states(rod).items():
-        got, want = _id(rod, q, qd, qdd), _ref_id(rod, q, qd, qdd)
-        assert relative_error(got, want) < 1e-12, name
+        want = _ref_id(rod, q, qd, qdd)
+        assert relative_error(_id(rod, q, qd, qdd), want) < 1e-12, name
+        assert relative_error(_id_matrix_path(rod, q, qd, qdd), want) < 1e-12, name
 
 
 def test_derivatives_against_autodiff_of_kane_and_central_differences():
