@@ -179,7 +179,7 @@ def main(argv=None):
     if "simulations" not in a.skip:
         simulation_table("CDM", cdm, tensions, a.t_final)
         if "contact" not in a.skip:
-            simulation_table("contact", contact, contact_tensions, a.t_final)
+            simulation_table("contact", contact, contact_tensions, a.t_final, newton=False)
     if "statics" not in a.skip:
         statics_table(cdm, a.n_statics, a.statics_max_steps, a.statics_load_steps)
     if "throughput" not in a.skip:

@@ -146,7 +146,7 @@ def modified_newton(
     factors: Factors,
     tol: float,
     max_iters: int,
-    rate: float = 0.1,
+    rate: float = 0.3,
 ) -> ModifiedNewtonResult:
     """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
     matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update

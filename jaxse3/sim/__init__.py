@@ -2,8 +2,9 @@
 
 Seed 003 §3: statics by Newton with the analytical Jacobian (eq. (13)), dynamics with an implicit adaptive solver
 (Kvaerno) whose stages are solved by :class:`StepChord`, a chord iteration with one Jacobian per step taken from the
-models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs. (10)–(12)), and explicit solvers for
-comparison. Batches run as vmapped chunks (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter
+models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs. (10)–(12); modified Newton, the
+Jacobian kept across steps), and explicit solvers for comparison. Batches run as vmapped chunks, Newmark batches as
+stacks of systems on one time grid (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter
 pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod.
 """
 

@@ -14,7 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxse3.sim.dynamics import simulate
+from jaxse3.sim.dynamics import batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, solve_statics
 from jaxse3.sim.system import System
 from jaxse3.sim.trajectory import Trajectory
@@ -27,11 +27,6 @@ def stack(items: Sequence):
     if not items:
         raise ValueError("stack: need at least one item")
     return jax.tree.map(lambda *xs: jnp.stack(xs), *items)
-
-
-def _axis(x, batched: bool):
-    """vmap in_axes for a pytree: 0 on its array leaves if batched, else None."""
-    return jax.tree.map(lambda _: 0 if batched else None, eqx.filter(x, eqx.is_array))
 
 
 #: the keyword arguments of :func:`simulate` that are numbers (traced, not compile-time constants)
@@ -60,6 +55,9 @@ def simulate_batch(
             loop over vmapped chunks (``None``: one vmap over the whole batch). Chunks keep each member's
             intermediates in cache, and they avoid a hang of the XLA CPU runtime (jax 0.10.2, 2 cores: all threads
             idle, never returns) that we reproduced for the implicit solvers with a single vmap of 16 or more CDM rods.
+            With ``solver="newmark"`` the members of a chunk (``None``: of the whole batch) are integrated as one
+            stack of systems on the shared fixed time grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under
+            ``vmap``, so that the modified Newton iteration keeps one scalar Jacobian-refresh decision per chunk.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
@@ -71,13 +69,16 @@ def simulate_batch(
         raise ValueError(f"simulate_batch: t_final must be positive, got {kwargs['t_final']}")
     # numbers enter the compiled function as arrays, so one compilation serves every t_final, tolerance and step
     kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC and v is not None else v for k, v in kwargs.items()}
-    return _simulate_batch(system, inputs, q0, (batch_system, batch_inputs, batch_q0), chunk_size, kwargs)
+    batched = (batch_system, batch_inputs, batch_q0)
+    if kwargs.get("solver") == "newmark":
+        return _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs)
+    return _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs)
 
 
 @eqx.filter_jit
 def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     if chunk_size is None:
-        in_axes = tuple(_axis(x, b) for x, b in zip((system, inputs, q0), batched))
+        in_axes = tuple(batch_axes(x, b) for x, b in zip((system, inputs, q0), batched))
         one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
         return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
     # the batched arrays are mapped, everything else (unbatched arguments, static fields) is closed over
@@ -88,6 +89,36 @@ def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajecto
         return simulate(system, inputs, q0=q0, **kwargs)
 
     return jax.lax.map(one, tuple(m for m, _ in parts), batch_size=chunk_size)
+
+
+@eqx.filter_jit
+def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+    """Newmark: chunks of ``chunk_size`` members (the last one padded by repeating the last member), each integrated
+    as one stack, one chunk after the other."""
+    sizes = {leaf.shape[0] for x, b in zip((system, inputs, q0), batched) if b
+             for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))}  # fmt: skip
+    if len(sizes) != 1:
+        raise ValueError(f"simulate_batch: the batched arguments have different batch sizes {sorted(sizes)}")
+    (B,) = sizes
+    q0 = q0 if batched[2] else jnp.broadcast_to(q0, (B, system.n_dof))
+    parts = [eqx.partition(x, eqx.is_array) if b else (None, x) for x, b in zip((system, inputs), batched)]
+
+    def run(mapped, q0):
+        system, inputs = (rest if m is None else eqx.combine(m, rest) for m, (_, rest) in zip(mapped, parts))
+        return simulate_stack(system, inputs, batched[:2], q0=q0, **kwargs)
+
+    mapped = tuple(m for m, _ in parts)
+    k = B if chunk_size is None else min(chunk_size, B)
+    if k == B:
+        return run(mapped, q0)
+    n_chunks = -(-B // k)
+
+    def split(x):  # (B, ...) -> (n_chunks, k, ...)
+        x = jnp.concatenate([x, jnp.repeat(x[-1:], n_chunks * k - B, axis=0)])
+        return x.reshape(n_chunks, k, *x.shape[1:])
+
+    out = jax.lax.map(lambda c: run(*c), jax.tree.map(split, (mapped, q0)))
+    return jax.tree.map(lambda y: y.reshape(n_chunks * k, *y.shape[2:])[:B], out)
 
 
 def solve_statics_batch(
@@ -103,4 +134,4 @@ def solve_statics_batch(
 @eqx.filter_jit
 def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
     one = lambda system, u: solve_statics(system, u, **kwargs)  # noqa: E731
-    return eqx.filter_vmap(one, in_axes=(_axis(system, batch_system), 0))(system, u)
+    return eqx.filter_vmap(one, in_axes=(batch_axes(system, batch_system), 0))(system, u)

@@ -9,7 +9,11 @@
   stage increments); ``jacobian="finite-difference"`` replaces the rules by forward differences (the paper's
   "method 1");
 - ``"newmark"``: fixed-step Newmark-β, β = 1/4, γ = 1/2, on the residual τ − ID (eqs. (10)–(12), the paper's
-  "method 3"), from :mod:`jaxse3.integrate`;
+  "method 3"), from :mod:`jaxse3.integrate`, with ``iteration="modified"``: the factored iteration matrix is kept
+  across steps and re-evaluated only when the residual contracts by less than 0.3 per update (a rod's matrix is
+  mass-dominated at millisecond steps, so most steps cost a few residuals and no Jacobian). A batch
+  (:func:`~jaxse3.sim.batch.simulate_batch`) runs as one stack of independent systems on the shared time grid, so
+  that this decision stays scalar (under a plain ``vmap`` it would evaluate the Jacobian at every update);
 - ``"tsit5"`` / ``"dopri5"``: adaptive explicit solvers, for comparison.
 
 Inputs u(t) are a callable, a constant or a :class:`~jaxse3.sim.system.SampledInput`. ``progress=True`` shows a tqdm
@@ -18,6 +22,7 @@ progress bar (diffrax ``TqdmProgressMeter``). The result is a :class:`~jaxse3.si
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import diffrax
@@ -124,6 +129,23 @@ def _residual(t, q, qd, qdd, args):
     return residual(system.params, q, qd, qdd, inputs(t))
 
 
+def _residual_jacobians(t, q, qd, qdd, args):
+    """(∂r/∂q, ∂r/∂q̇, ∂r/∂q̈) of :func:`_residual` (through the system's derivative rules)."""
+    return jax.jacfwd(_residual, argnums=(1, 2, 3))(t, q, qd, qdd, args)
+
+
+def _stacked(fn: Callable, axes) -> Callable:
+    """``fn(t, q, q̇, q̈, args)`` over a stack of members: q, q̇, q̈ (B, n), and the arrays of ``args = (system, inputs,
+    residual)`` batched along axis 0 where ``axes = (system_axes, inputs_axes)`` say so."""
+
+    def stacked(t, q, qd, qdd, args):
+        system, inputs, residual = args
+        one = lambda system, inputs, q, qd, qdd: fn(t, q, qd, qdd, (system, inputs, residual))  # noqa: E731
+        return eqx.filter_vmap(one, in_axes=(*axes, 0, 0, 0))(system, inputs, q, qd, qdd)
+
+    return stacked
+
+
 def _progress_meter(progress: bool) -> diffrax.AbstractProgressMeter:
     if not progress:
         return diffrax.NoProgressMeter()
@@ -172,36 +194,77 @@ def simulate(
     Returns:
         A :class:`Trajectory` at ``n_save`` times.
     """
+    return _checked_simulate("simulate", system, inputs, None, t_final=t_final, q0=q0, qd0=qd0, solver=solver,
+                             jacobian=jacobian, rtol=rtol, atol=atol, dt0=dt0, dt=dt, n_save=n_save,
+                             max_steps=max_steps, progress=progress, throw=throw)  # fmt: skip
+
+
+#: the keyword arguments of :func:`simulate` with their defaults
+DEFAULTS = {k: p.default for k, p in inspect.signature(simulate).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}  # fmt: skip
+
+
+def batch_axes(x, batched: bool):
+    """vmap in_axes for a pytree: 0 on its array leaves if batched, else None."""
+    return jax.tree.map(lambda _: 0 if batched else None, eqx.filter(x, eqx.is_array))
+
+
+def simulate_stack(system: System, inputs, batched: tuple[bool, bool], **kwargs) -> Trajectory:
+    """Newmark-β over a stack of B systems on one time grid (``q0``, ``qd0`` (B, n)), the arrays of ``system`` /
+    ``inputs`` batched along axis 0 where ``batched = (batch_system, batch_inputs)`` say so; the implementation of
+    :func:`~jaxse3.sim.batch.simulate_batch` for Newmark. Keyword arguments as :func:`simulate`."""
+    kw = {**DEFAULTS, **kwargs}
+    if kw["solver"] != "newmark":
+        raise ValueError(f"simulate_stack: only for solver='newmark', got {kw['solver']!r}")
+    if batched[1]:
+        inputs = eqx.filter_vmap(lambda u: as_input(u, system.n_inputs))(inputs)
+    return _checked_simulate("simulate_batch", system, inputs, batched, **kw)
+
+
+def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, jacobian, rtol, atol, dt0, dt, n_save,
+                      max_steps, progress, throw) -> Trajectory:  # fmt: skip
+    """:func:`simulate` after checking the arguments; for a Newmark stack, ``stack = (batch_system, batch_inputs)``
+    and ``q0``, ``qd0`` are (B, n)."""
     if solver not in SOLVERS:
-        raise ValueError(f"simulate: solver must be one of {SOLVERS}, got {solver!r}")
+        raise ValueError(f"{who}: solver must be one of {SOLVERS}, got {solver!r}")
     if jacobian not in ("analytic", "finite-difference"):
-        raise ValueError(f"simulate: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
+        raise ValueError(f"{who}: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
     if not isinstance(t_final, jax.core.Tracer) and not t_final > 0:  # traced under simulate_batch: checked there
-        raise ValueError(f"simulate: t_final must be positive, got {t_final}")
+        raise ValueError(f"{who}: t_final must be positive, got {t_final}")
     if n_save < 2:
-        raise ValueError(f"simulate: n_save must be >= 2, got {n_save}")
+        raise ValueError(f"{who}: n_save must be >= 2, got {n_save}")
     n = system.n_dof
-    q0 = jnp.zeros(n) if q0 is None else jnp.asarray(q0, dtype=float)
-    qd0 = jnp.zeros(n) if qd0 is None else jnp.asarray(qd0, dtype=float)
+    shape = (n,) if stack is None else (jnp.shape(q0)[0], n)
+    q0 = jnp.zeros(shape) if q0 is None else jnp.asarray(q0, dtype=float)
+    qd0 = jnp.zeros(shape) if qd0 is None else jnp.asarray(qd0, dtype=float)
     for name, v in (("q0", q0), ("qd0", qd0)):
-        if v.shape != (n,):
-            raise ValueError(f"simulate: {name} must have shape ({n},), got {v.shape}")
-    inputs = as_input(inputs, system.n_inputs)
+        if v.shape != shape:
+            raise ValueError(f"{who}: {name} must have shape {shape}, got {v.shape}")
+    axes = None
+    if stack is not None:
+        inputs = inputs if stack[1] else as_input(inputs, system.n_inputs)
+        axes = (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
+    else:
+        inputs = as_input(inputs, system.n_inputs)
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
-    return _simulate(system, inputs, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps,
+    return _simulate(system, inputs, axes, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps,
                      progress, throw)  # fmt: skip
 
 
 @eqx.filter_jit
-def _simulate(system, inputs, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps, progress,
-              throw) -> Trajectory:  # fmt: skip
+def _simulate(system, inputs, axes, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps,
+              progress, throw) -> Trajectory:  # fmt: skip
     ts = jnp.linspace(0.0, t_final, n_save)
     meter = _progress_meter(progress)
     fd_jac = finite_difference if jacobian == "finite-difference" else (lambda f: f)
     if solver == "newmark":
-        term, method = SecondOrderResidualTerm(_residual), Newmark(beta=0.25, gamma=0.5)
+        if axes is None:
+            term = SecondOrderResidualTerm(_residual)
+        else:
+            term = SecondOrderResidualTerm(_stacked(_residual, axes), _stacked(_residual_jacobians, axes))
+        method = Newmark(beta=0.25, gamma=0.5, iteration="modified")
         args, dt0, controller = (system, inputs, fd_jac(system.residual)), dt, diffrax.ConstantStepSize()
     else:
         method = _ADAPTIVE[solver]()
@@ -212,7 +275,10 @@ def _simulate(system, inputs, q0, qd0, t_final, solver, jacobian, rtol, atol, dt
     sol = diffrax.diffeqsolve(term, method, 0.0, t_final, dt0, (q0, qd0), args=args, saveat=diffrax.SaveAt(ts=ts),
                               stepsize_controller=controller, max_steps=max_steps, progress_meter=meter, throw=throw)
     (q, qd), num_steps = sol.ys, sol.stats["num_steps"]
-    return _trajectory(system, inputs, ts, q, qd, num_steps)
+    if axes is None:
+        return _trajectory(system, inputs, ts, q, qd, num_steps)
+    one = lambda system, inputs, q, qd: _trajectory(system, inputs, ts, q, qd, num_steps)  # noqa: E731
+    return eqx.filter_vmap(one, in_axes=(*axes, 1, 1))(system, inputs, q, qd)  # stack axis 1 of (T, B, n)
 
 
 def _trajectory(system: System, inputs: Callable, ts, q, qd, num_steps) -> Trajectory:
