@@ -13,18 +13,21 @@
 Algorithm 1 loops over chain triples ``k ⪯ j ⪯ i`` and, for DoFs ``p`` of i, ``t`` of j, ``r`` of k, writes products
 ``(A_m(i,p) x(j,t))ᵀ y(k,r)`` of per-(i,p) 6×6 matrices A0–A7 (lines 15–24), per-(j,t) vectors u1–u12 (lines 29–36)
 and per-(k,r) columns of S, Ψ̇, Ψ̈, Ṡ (lines 40–41) into permuted places of the tensors (lines 44–66). Here each write
-is a *piece* ``P[a, b, c] = F[a, b] G[b, c] U[a, b] · W[c]`` over DoF indices (a, b, c) = (ip, jt, kr), where the
-masks ``F``, ``G`` encode the chain condition and the ``j ≠ i`` / ``k ≠ j`` branches, ``U`` is one of seven
-12-vectors of u's per chain pair and ``W`` one of seven 12-vectors of S, Ψ̇, Ψ̈, Ṡ columns per DoF (:data:`PIECES`);
+is a *piece* ``P[a, b, c] = F[a, b] G[b, c] value(a, b, c)`` over DoF indices (a, b, c) = (ip, jt, kr), where the
+masks ``F``, ``G`` encode the chain condition and the ``j ≠ i`` / ``k ≠ j`` branches and the value is a sum of one or
+two terms ``± u(a, b) · w(c)`` of a u and a column w of S, Ψ̇, Ψ̈ or Ṡ + Ψ̇ (:data:`PIECES`; 16 distinct values);
 the pieces of one tensor have disjoint supports (their sum is Algorithm 1's sequence of writes).
 
 Work proportional to the chains (digest §9): the u's are computed only for the chain pairs (a, b), ``joint(b) ⪯
 joint(a)``, in the chain layout of :mod:`jaxse3.rigid._chains` (n × L pairs, L − 1 = the most DoFs on one root path,
-instead of n²); the products ``Y[a, l, c] = U[a, l] · W[c]`` of the 16 (U, W) combinations that occur are a few
-batched matrix products, and each tensor is then **one** gather from Y with index arrays built once per tree at trace
-time (structurally zero entries point at a padded slot, an exact zero): no n³ mask products and no scatters. The
-contractions of the ``custom_jvp`` rule (:func:`second_order_contractions`) never form an n³ array: every piece is a
-product of two-index factors, so its contraction with a tangent along any axis is an einsum of n²-sized operands.
+instead of n²), as batched 6×6 products per (A, x), or cross products ``x ×* f`` where A = f×̄*. Every piece has
+``c ⪯ b ⪯ a``, and a value is evaluated only at the (a, b, c) where some piece needs it (index tables built once per
+tree at trace time, numpy), each as an unrolled 6-term dot of gathered components, which XLA fuses into one loop per
+value (for HyQ, n = 18: ≈ 6 000 entries in all, against 16·n²·L 12-dots for dense tables of u and W rows). Each
+tensor is then **one** gather from the concatenated values, structurally zero entries pointing at an appended exact
+zero: no n³ mask products, no scatters. The contractions of the ``custom_jvp`` rule
+(:func:`second_order_contractions`) never form an n³ array: every piece is a product of two-index factors, so its
+contraction with a tangent along any axis is an einsum of n²-sized operands.
 
 Errata applied (digest §7): loop index of line 2; ``I×s_p`` → ``I(s_p×)`` in lines 18, 20; the composite force
 ``f_i^C`` in line 22; ``B`` without the ½ of eq. (6) throughout.
@@ -46,43 +49,54 @@ from jaxse3.rigid.rnea_derivatives import coriolis_factor, crf_bar, crf_times, c
 
 __all__ = ["rnea_second_order_derivatives", "second_order_contractions", "PIECES"]
 
-#: U rows (12-vectors per chain pair (a, b)): U0 = (u8, u9), U1 = (u1, u2), U2 = (u5, u9), U3 = (u3, u11),
-#: U4 = (u6, u7), U5 = (u10, u4), U6 = (u12, 0). W rows (12-vectors per DoF c): W0 = (Ψ̇, Ψ̈), W1 = (s, 0),
-#: W2 = (0, −Ψ̇), W3 = (s, Ṡ + Ψ̇), W4 = (0, Ψ̇), W5 = (0, s), W6 = (0, −s).
-#: Pieces per tensor: (output axes as letters of (a, b, c), F, G, U, W) with masks E (chain), N (chain, different
+# The values that Algorithm 1 writes, as sums of terms ``(sign, u, w)`` = sign · u(a, b) · w(c) of a u of lines 29–36
+# (per chain pair (a, b) = (ip, jt)) and a column w of S, Ψ̇, Ψ̈ or Ṡ + Ψ̇ (per DoF c = kr; named as in :data:`_X`).
+_P1 = ((1.0, "u11", "psi_dot"),)  # line 42
+_P2 = ((1.0, "u8", "psi_dot"), (1.0, "u9", "psi_ddot"))  # line 43
+_L46 = ((1.0, "u1", "psi_dot"), (1.0, "u2", "psi_ddot"))
+_L47 = ((1.0, "u1", "s"), (1.0, "u2", "psi_dot+s_dot"))
+_L55 = ((1.0, "u5", "s"), (1.0, "u9", "psi_dot+s_dot"))
+
+
+def _s(u: str, sign: float = 1.0):
+    """The value ``sign · u · s_r``."""
+    return ((sign, u, "s"),)
+
+
+#: Pieces per tensor: (output axes as letters of (a, b, c), F, G, value) with masks E (chain), N (chain, different
 #: joints), Q (same joint), EQ (chain and same joint); Algorithm 1 line in the comment.
 PIECES = {
     "qq": (
-        ("abc", "E", "E", 0, 0),  # line 44: p2
-        ("acb", "E", "N", 0, 0),  # line 53
-        ("bca", "N", "E", 1, 0),  # line 46
-        ("bac", "N", "E", 1, 0),  # line 46
-        ("cab", "E", "N", 3, 1),  # line 53: s_rᵀ u3
-        ("cba", "N", "N", 3, 1),  # line 59
+        ("abc", "E", "E", _P2),  # line 44
+        ("acb", "E", "N", _P2),  # line 53
+        ("bca", "N", "E", _L46),  # line 46
+        ("bac", "N", "E", _L46),  # line 46
+        ("cab", "E", "N", _s("u3")),  # line 53
+        ("cba", "N", "N", _s("u3")),  # line 59
     ),
     "qv": (
-        ("acb", "E", "E", 3, 2),  # line 44: −p1
-        ("bac", "N", "E", 1, 3),  # line 47
-        ("bca", "N", "E", 3, 4),  # line 48: p1
-        ("abc", "E", "N", 2, 3),  # line 55
-        ("cba", "E", "N", 4, 1),  # line 56: s_rᵀ u6
-        ("cab", "N", "N", 4, 5),  # line 60: s_rᵀ u7
+        ("acb", "E", "E", ((-1.0, "u11", "psi_dot"),)),  # line 44: −p1
+        ("bac", "N", "E", _L47),  # line 47
+        ("bca", "N", "E", _P1),  # line 48
+        ("abc", "E", "N", _L55),  # line 55
+        ("cba", "E", "N", _s("u6")),  # line 56
+        ("cab", "N", "N", _s("u7")),  # line 60
     ),
     "vv": (
-        ("bca", "N", "E", 3, 5),  # line 49: u11ᵀ s_r
-        ("bac", "N", "E", 3, 5),  # line 49
-        ("abc", "E", "N", 3, 6),  # line 54: −u11ᵀ s_r
-        ("acb", "E", "N", 3, 6),  # line 54
-        ("cab", "N", "N", 5, 1),  # line 61: s_rᵀ u10
-        ("cba", "N", "N", 5, 1),  # line 61
-        ("cba", "EQ", "N", 5, 5),  # line 63 (j = i): s_rᵀ u4
-        ("abc", "E", "Q", 1, 6),  # line 66 (k = j): −u2ᵀ s_r
+        ("bca", "N", "E", _s("u11")),  # line 49
+        ("bac", "N", "E", _s("u11")),  # line 49
+        ("abc", "E", "N", _s("u11", -1.0)),  # line 54
+        ("acb", "E", "N", _s("u11", -1.0)),  # line 54
+        ("cab", "N", "N", _s("u10")),  # line 61
+        ("cba", "N", "N", _s("u10")),  # line 61
+        ("cba", "EQ", "N", _s("u4")),  # line 63 (j = i)
+        ("abc", "E", "Q", _s("u2", -1.0)),  # line 66 (k = j)
     ),
     "dM": (
-        ("cba", "N", "E", 6, 1),  # line 50: s_rᵀ u12
-        ("bca", "N", "N", 6, 1),  # line 50; for k = j the first copy already covers both orders
-        ("cab", "E", "N", 0, 5),  # line 57: s_rᵀ u9
-        ("acb", "E", "N", 0, 5),  # line 57
+        ("cba", "N", "E", _s("u12")),  # line 50
+        ("bca", "N", "N", _s("u12")),  # line 50; for k = j the first copy already covers both orders
+        ("cab", "E", "N", _s("u9")),  # line 57
+        ("acb", "E", "N", _s("u9")),  # line 57
     ),
 }
 
@@ -91,82 +105,94 @@ def _masks(ch: Chains) -> dict[str, np.ndarray]:
     return {"E": ch.E, "N": ch.E & ~ch.same, "Q": ch.same, "EQ": ch.E & ch.same}
 
 
-#: the W kinds that each U kind meets in the pieces: ((ku, (kw, ...)), ...)
-_COMBOS = sorted({(ku, kw) for pieces in PIECES.values() for *_, ku, kw in pieces})
-_BY_U = tuple((ku, tuple(kw for u, kw in _COMBOS if u == ku)) for ku in sorted({u for u, _ in _COMBOS}))
+#: the distinct values of the pieces
+_VALUES = tuple(dict.fromkeys(v for pieces in PIECES.values() for *_, v in pieces))
+#: the per-DoF columns that the values dot the u's with, in the order of the stack returned by :func:`_tables`
+_X = ("s", "psi_dot", "psi_ddot", "psi_dot+s_dot")
 
 
 @functools.lru_cache(maxsize=None)
-def _gather_indices(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Per tensor, the flat indices of its n³ entries into the concatenated products ``Y_ku[a, l, w, c] = U_ku[a, l] ·
-    W_w[c]`` (ku, w over :data:`_BY_U`); entries outside every piece point at a padded slot (an exact zero)."""
+def _entries(parents: tuple[int, ...], joint_types: tuple[str, ...]):
+    """Where each value is needed, and where each tensor entry is found (numpy, once per tree).
+
+    Returns ``(rows, cols, index)``: per value of :data:`_VALUES`, the (a, b, c) that some piece needs it at (the
+    union of the pieces' supports, c ⪯ b ⪯ a) as ``rows`` = a·L + l with b = chain[a, l] (the row of u in the chain
+    layout, flattened) and ``cols`` = c; ``index[tensor]`` (n³,): the flat position of each entry in the
+    concatenation of the values in that order, followed by one zero, where every entry outside the pieces points."""
     ch = chains_of(parents, joint_types)
     n, L = ch.chain.shape
     masks = _masks(ch)
-    offsets = np.cumsum([0] + [len(kws) * n * L * n for _, kws in _BY_U])
-    out = {}
+    need = [np.zeros((n, n, n), dtype=bool) for _ in _VALUES]
+    for pieces in PIECES.values():
+        for _, F, G, value in pieces:
+            need[_VALUES.index(value)] |= masks[F][:, :, None] & masks[G][None, :, :]
+    rows, cols, position, offset = [], [], [], 0
+    for nd in need:
+        a, b, c = np.nonzero(nd)
+        rows.append(a * L + ch.slot[a, b])
+        cols.append(c)
+        pos = np.full((n, n, n), -1)
+        pos[a, b, c] = offset + np.arange(len(a))
+        position.append(pos)
+        offset += len(a)
+    index = {}
     for name, pieces in PIECES.items():
-        index = np.full((n, n, n), (L - 1) * len(_BY_U[0][1]) * n)  # Y_0[0, L - 1, 0, 0] = 0
+        idx = np.full((n, n, n), offset)
         taken = np.zeros((n, n, n), dtype=bool)
-        for order, F, G, ku, kw in pieces:
+        for order, F, G, value in pieces:
             a, b, c = np.nonzero(masks[F][:, :, None] & masks[G][None, :, :])
             var = {"a": a, "b": b, "c": c}
             pos = tuple(var[x] for x in order)
             assert not taken[pos].any(), (name, order)  # disjoint supports
             taken[pos] = True
-            k = [u for u, _ in _BY_U].index(ku)
-            kws = _BY_U[k][1]
-            index[pos] = offsets[k] + ((a * L + ch.slot[a, b]) * len(kws) + kws.index(kw)) * n + c
-        out[name] = index.ravel()
-    return out
+            idx[pos] = position[_VALUES.index(value)][a, b, c]
+        index[name] = idx.ravel()
+    return rows, cols, index
 
 
-def _tables(model: Model, q, v, a, f_ext=None) -> tuple[list[Array], list[Array]]:
-    """The seven U row kinds in the chain layout, (n, L, 12) each, and the seven W row kinds, (n, 12) each."""
+def _tables(model: Model, q, v, a, f_ext=None) -> tuple[dict[str, Array], Array]:
+    """The u's of lines 29–36 in the chain layout, (n, L, 6) each, and the columns of S, Ψ̇, Ψ̈, Ṡ + Ψ̇ per DoF (in the
+    order of :data:`_X`) with a zero dummy DoF ``n`` appended, (n + 1, 4, 6)."""
     ch = chains(model)
     g = ground_pass(model, q, v, a, f_ext)
     IC, BC, fC = g.IC[ch.joint], g.BC[ch.joint], g.fC[ch.joint]
     S, Sd, Pd, Pdd = g.S, g.S_dot, g.Psi_dot, g.Psi_ddot
     mv = functools.partial(jnp.einsum, "aij,aj->ai")
-    # per (i, p): lines 15–24 (B without the ½)
-    Bs = coriolis_factor(IC, S)
+    # per (i, p): lines 15–24 (B without the ½); A0, A4, A5, A7 are f×̄* of the wrenches f0, f4, f5, f7, applied to x
+    # as x ×* f (cheaper than a 6×6 product); Bs = A1 + A0 (lines 15, 17, 18) and A2 = 2 A0 − Bs = A0 − A1 (line 19)
+    # need no matrices of their own
     Bpsi = coriolis_factor(IC, Pd)
-    A0 = crf_bar(mv(IC, S))
+    f0 = mv(IC, S)
     A1 = cross_sandwich(S, IC)
-    A2 = 2.0 * A0 - Bs
     A3 = Bpsi + cross_sandwich(S, BC)
-    A4 = crf_bar(jnp.einsum("aji,aj->ai", BC, S))
-    A5 = crf_bar(mv(BC, Pd) + mv(IC, Pdd) + _spatial.cross_force(S, fC))  # composite f^C (erratum of line 22)
-    A6 = crf_times(S, IC) + A0
-    A7 = crf_bar(mv(BC, S) + mv(IC, Pd + Sd))
-    # per chain pair (a, b) = (ip, jt): lines 29–36, u = A(a) x(b) with x gathered in the chain layout (n, L, 6)
-    zero = jnp.zeros((1, 6), dtype=S.dtype)
+    f4 = jnp.einsum("aji,aj->ai", BC, S)
+    f5 = mv(BC, Pd) + mv(IC, Pdd) + _spatial.cross_force(S, fC)  # composite f^C (erratum of line 22)
+    A6 = crf_times(S, IC) + crf_bar(f0)
+    f7 = mv(BC, S) + mv(IC, Pd + Sd)
+    # per chain pair (a, b) = (ip, jt): lines 29–36, u = A(a) x(b) with x gathered in the chain layout
+    xd = jnp.stack([S, Pd, Pdd, Pd + Sd], axis=1)
+    xd = jnp.concatenate([xd, jnp.zeros((1, *xd.shape[1:]), xd.dtype)])
+    x = [xd[:, k][ch.chain] for k in range(len(_X))]  # (n, L, 6) each: x[a, l] of DoF chain[a, l], 0 at padded slots
 
-    def on_chain(x):
-        return jnp.concatenate([x, zero])[ch.chain]
+    def ax(A, k):  # A(a) x_k(b), (n, L, 6); one product per (A, x): no stacked arrays larger than the u's
+        return jnp.einsum("aij,alj->ali", A, x[k])
 
-    x = {"s": on_chain(S), "psi_dot": on_chain(Pd), "psi_ddot": on_chain(Pdd), "psi_dot+s_dot": on_chain(Pd + Sd)}
+    def atx(A, k):  # A(a)ᵀ x_k(b)
+        return jnp.einsum("aji,alj->ali", A, x[k])
 
-    def ax(A, name):  # A(a) x(b), (n, L, 6); one product per (A, x): no stacked arrays larger than the u's
-        return jnp.einsum("aij,alj->ali", A, x[name])
+    def bar(f, k):  # (f(a)×̄*) x_k(b) = x_k(b) ×* f(a)
+        return _spatial.cross_force(x[k], f[:, None])
 
-    def atx(A, name):  # A(a)ᵀ x(b)
-        return jnp.einsum("aji,alj->ali", A, x[name])
-
-    u1, u2 = atx(A3, "s"), atx(A1, "s")
-    u3 = ax(A3, "psi_dot") + ax(A1, "psi_ddot") + ax(A5, "s")
-    u4 = ax(A6, "s")
-    u5 = ax(A2, "psi_dot") + ax(A4, "s")
-    u6 = ax(Bs, "psi_dot") + ax(A7, "s")
-    u7 = ax(A3, "s") + ax(A1, "psi_dot+s_dot")
-    u8 = ax(A4, "s") - atx(Bs, "psi_dot")
-    u9, u10, u11, u12 = ax(A0, "s"), ax(Bs, "s"), atx(Bs, "s"), ax(A1, "s")
-    cat = functools.partial(jnp.concatenate, axis=-1)
-    U = [cat([u8, u9]), cat([u1, u2]), cat([u5, u9]), cat([u3, u11]), cat([u6, u7]), cat([u10, u4]),
-         cat([u12, jnp.zeros_like(u12)])]  # fmt: skip
-    z = jnp.zeros_like(S)
-    W = [cat([Pd, Pdd]), cat([S, z]), cat([z, -Pd]), cat([S, Sd + Pd]), cat([z, Pd]), cat([z, S]), cat([z, -S])]
-    return U, W
+    s, pd, pdd, pdsd = range(4)
+    A6s, A3s, A1s, A3p, A1p, A1pp, A1psd = (ax(A, k) for A, k in ((A6, s), (A3, s), (A1, s), (A3, pd), (A1, pd),
+                                                                   (A1, pdd), (A1, pdsd)))  # fmt: skip
+    A3ts, A1ts, A1tp = atx(A3, s), atx(A1, s), atx(A1, pd)
+    A0s, A4s, A5s, A7s = (bar(f, s) for f in (f0, f4, f5, f7))
+    A0p = bar(f0, pd)
+    Bss, Bsp, Bsts, Bstp, A2p = A1s + A0s, A1p + A0p, A1ts - A0s, A1tp - A0p, A0p - A1p  # A0ᵀ = −A0
+    u = {"u1": A3ts, "u2": A1ts, "u3": A3p + A1pp + A5s, "u4": A6s, "u5": A2p + A4s, "u6": Bsp + A7s,
+         "u7": A3s + A1psd, "u8": A4s - Bstp, "u9": A0s, "u10": Bss, "u11": Bsts, "u12": A1s}  # fmt: skip
+    return u, xd
 
 
 def rnea_second_order_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, Array, Array]:
@@ -177,20 +203,26 @@ def rnea_second_order_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Ar
     (the **last** index is the q index). ``f_ext`` (nb, 6): body-frame external wrenches (optional).
     """
     q, v, a, *f_ext = check_state("rnea_second_order_derivatives", model, q, v, a, f_ext)
-    U, W = _tables(model, q, v, a, f_ext[0] if f_ext else None)
-    Y = jnp.concatenate([jnp.einsum("alx,kcx->alkc", U[ku], jnp.stack([W[kw] for kw in kws])).ravel()
-                         for ku, kws in _BY_U])  # fmt: skip
-    index = _gather_indices(model.parents, model.joint_types)
+    u, xd = _tables(model, q, v, a, f_ext[0] if f_ext else None)
+    rows, cols, index = _entries(model.parents, model.joint_types)
+    # each needed value entry as an unrolled 6-term dot of gathered components (one loop fusion per value)
+    uT = {k: x.reshape(-1, 6).T for k, x in u.items()}  # (6, n L)
+    xT = jnp.moveaxis(xd, 0, -1)  # (4, 6, n + 1)
+    values = [sum(sign * uT[k][i][r] * xT[_X.index(w), i][c] for sign, k, w in value for i in range(6))
+              for value, r, c in zip(_VALUES, rows, cols)]  # fmt: skip
+    V = jnp.concatenate(values + [jnp.zeros(1, xd.dtype)])
     n = model.nv
-    return tuple(Y[index[k]].reshape(n, n, n) for k in ("qq", "vv", "qv", "dM"))
+    return tuple(V[index[k]].reshape(n, n, n) for k in ("qq", "vv", "qv", "dM"))
 
 
-def _contract(pieces, masks, U, W, axis: int, vec):
+def _contract(pieces, masks, u, xd, axis: int, vec):
     """Σ of the pieces laid out as ``[x, y, z]``, contracted with ``vec`` along output axis ``axis``."""
     total = 0.0
-    for order, F, G, ku, kw in pieces:
+    for order, F, G, value in pieces:
         out = order.replace(order[axis], "")
-        total = total + jnp.einsum(f"ab,bc,abx,cx,{order[axis]}->{out}", masks[F], masks[G], U[ku], W[kw], vec)
+        for sign, k, w in value:
+            total = total + sign * jnp.einsum(f"ab,bc,abx,cx,{order[axis]}->{out}", masks[F], masks[G], u[k],
+                                              xd[:, _X.index(w)], vec)  # fmt: skip
     return total
 
 
@@ -202,18 +234,19 @@ def second_order_contractions(model: Model, q, v, a, f_ext, dq, dv, da):
     """
     n = model.nv
     ch = chains(model)
-    U, W = _tables(model, q, v, a, f_ext)
-    U = [u[jnp.arange(n)[:, None], ch.slot] for u in U]  # chain layout -> dense (n, n, 12), zero off the chains
-    masks = {k: jnp.asarray(m, dtype=W[0].dtype) for k, m in _masks(ch).items()}
+    u, xd = _tables(model, q, v, a, f_ext)
+    u = {k: x[jnp.arange(n)[:, None], ch.slot] for k, x in u.items()}  # chain layout -> dense (n, n, 6), 0 off chains
+    xd = xd[:n]
+    masks = {k: jnp.asarray(m, dtype=xd.dtype) for k, m in _masks(ch).items()}
     zero = jnp.zeros((n, n), dtype=model.inertias.dtype)
     d_dq, d_dv, d_M = zero, zero, zero
     if dq is not None:
-        d_dq = d_dq + _contract(PIECES["qq"], masks, U, W, 2, dq)
-        d_dv = d_dv + _contract(PIECES["qv"], masks, U, W, 1, dq)
-        d_M = d_M + _contract(PIECES["dM"], masks, U, W, 2, dq)
+        d_dq = d_dq + _contract(PIECES["qq"], masks, u, xd, 2, dq)
+        d_dv = d_dv + _contract(PIECES["qv"], masks, u, xd, 1, dq)
+        d_M = d_M + _contract(PIECES["dM"], masks, u, xd, 2, dq)
     if dv is not None:
-        d_dq = d_dq + _contract(PIECES["qv"], masks, U, W, 2, dv)
-        d_dv = d_dv + _contract(PIECES["vv"], masks, U, W, 2, dv)
+        d_dq = d_dq + _contract(PIECES["qv"], masks, u, xd, 2, dv)
+        d_dv = d_dv + _contract(PIECES["vv"], masks, u, xd, 2, dv)
     if da is not None:
-        d_dq = d_dq + _contract(PIECES["dM"], masks, U, W, 1, da)
+        d_dq = d_dq + _contract(PIECES["dM"], masks, u, xd, 1, da)
     return d_dq, d_dv, d_M
