@@ -15,8 +15,8 @@ codes discretise the same equations.
   step ``tol`` (s) or an adaptive diffrax solver (``tsit5``, ``kvaerno5``, ...) with rtol = atol = ``tol``. Default: the
   CDM discretisation (4/2, 24 DoF, 5 Gauss points) with Newmark-β (seed 003's "method 3"; the fastest of Newmark, Tsit5,
   Kvaerno5 here) at h = 5, 2 and 10 ms (one compile serves all h). The first configuration is also run batched: B rods
-  with densities ρ(1 + 0.1 s), s ∈ [−1, 1] (member 0 is the nominal rod and is checked against the single run), in one
-  ``vmap`` (``simulate_batch``), one compile per B.
+  with densities ρ(1 + 0.1 s), s ∈ [−1, 1] (member 0 is the nominal rod), by ``simulate_batch`` (Newmark: chunks of
+  ``--chunk`` members, each integrated as one stack of systems), one compile per B and chunk size.
 * PyElastica: ``--elements`` element counts, PositionVerlet, dt = ``--cfl`` · Δx / √(E/ρ) (the axial wave's CFL number;
   0.5 default: stable for 1 s at 0.63 with 20–100 elements, unstable at 0.63 with 10 and at 1.26). PyElastica has no
   batch axis: a batch of B rods costs B × one rod, or (``--pe-block``) several rods appended to one simulator, which
@@ -220,6 +220,8 @@ def main(argv=None):
     p.add_argument("--n-save", type=int, default=101, help="save times for the tip error (0 and t-final included)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each single-rod case (median)")
     p.add_argument("--batch-repeats", type=int, default=1, help="timed runs of each batched case (median)")
+    p.add_argument("--chunk", type=int, nargs="*", default=[8], help="simulate_batch chunk sizes (members integrated "
+                   "together as one Newmark stack); each batch size runs with each")  # fmt: skip
     p.add_argument("--skip-warmup", action="store_true", help="no separate numba warm-up run for PyElastica (its "
                    "first timed run then includes loading numba's cache; the median absorbs it if repeats >= 3)")
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to this markdown file")
@@ -268,10 +270,11 @@ def main(argv=None):
         cases.append(jax_case(cfg.label + ", 1 rod", fn, 1, a.t_final, "ours"))
     batch_cases = []
     for B in a.batch:
-        cfg, systems = a.ours[0], batched_systems(a.ours[0], B)
-        fn = lambda t, cfg=cfg, systems=systems: simulate_batch(  # noqa: E731
-            systems, None, batch_system=True, batch_inputs=False, **cfg.kwargs(t, a.n_save))
-        batch_cases.append(jax_case(cfg.label + f", {B} rods (vmap)", fn, B, t_batch, "batch"))
+        for chunk in a.chunk:
+            cfg, systems = a.ours[0], batched_systems(a.ours[0], B)
+            fn = lambda t, cfg=cfg, systems=systems, chunk=chunk: simulate_batch(  # noqa: E731
+                systems, None, batch_system=True, batch_inputs=False, chunk_size=chunk, **cfg.kwargs(t, a.n_save))
+            batch_cases.append(jax_case(cfg.label + f", {B} rods (chunks of {min(chunk, B)})", fn, B, t_batch, "batch"))
 
     for r in range(max(a.repeats, a.batch_repeats)):
         for c in cases if r < a.repeats else []:
@@ -353,7 +356,8 @@ def main(argv=None):
             if c is None:
                 say(f"| {o.label} | no PyElastica run {tag} than it | — | — |")
                 continue
-            bat = [f"B={b.n_rods}: {b.throughput / (c.throughput * pe_block_gain):.3g}×" for b in batch_cases
+            bat = [f"B={b.n_rods} ({b.label.rsplit('(', 1)[1][:-1]}): {b.throughput / (c.throughput * pe_block_gain):.3g}×"
+                   for b in batch_cases
                    if b.label.startswith(o.label.removesuffix(", 1 rod"))]  # fmt: skip
             say(f"| {o.label} | {c.label} ({tag}: {tip_errors(c.tips, ref)[1] * 1e3:.3g} vs {eo * 1e3:.3g} mm) "
                 f"| {c.wall / o.wall:.3g}× | {', '.join(bat) or '—'} |")  # fmt: skip
