@@ -75,20 +75,30 @@ def simulate_batch(
     return _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs)
 
 
+def _split(args: tuple, batched: tuple[bool, ...]):
+    """The batched arrays of ``args`` (to map over) and a function rebuilding ``args`` from them: unbatched arguments
+    and static fields are closed over."""
+    parts = [eqx.partition(x, eqx.is_array) if b else (None, x) for x, b in zip(args, batched)]
+
+    def rebuild(mapped):
+        return tuple(rest if m is None else eqx.combine(m, rest) for m, (_, rest) in zip(mapped, parts))
+
+    return tuple(m for m, _ in parts), rebuild
+
+
 @eqx.filter_jit
 def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     if chunk_size is None:
         in_axes = tuple(batch_axes(x, b) for x, b in zip((system, inputs, q0), batched))
         one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
         return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
-    # the batched arrays are mapped, everything else (unbatched arguments, static fields) is closed over
-    parts = [eqx.partition(x, eqx.is_array) if b else (None, x) for x, b in zip((system, inputs, q0), batched)]
+    mapped, rebuild = _split((system, inputs, q0), batched)
 
     def one(mapped):
-        system, inputs, q0 = (rest if m is None else eqx.combine(m, rest) for m, (_, rest) in zip(mapped, parts))
+        system, inputs, q0 = rebuild(mapped)
         return simulate(system, inputs, q0=q0, **kwargs)
 
-    return jax.lax.map(one, tuple(m for m, _ in parts), batch_size=chunk_size)
+    return jax.lax.map(one, mapped, batch_size=chunk_size)
 
 
 @eqx.filter_jit
@@ -101,23 +111,22 @@ def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Traject
         raise ValueError(f"simulate_batch: the batched arguments have different batch sizes {sorted(sizes)}")
     (B,) = sizes
     q0 = q0 if batched[2] else jnp.broadcast_to(q0, (B, system.n_dof))
-    parts = [eqx.partition(x, eqx.is_array) if b else (None, x) for x, b in zip((system, inputs), batched)]
+    mapped, rebuild = _split((system, inputs, q0), (*batched[:2], True))
 
-    def run(mapped, q0):
-        system, inputs = (rest if m is None else eqx.combine(m, rest) for m, (_, rest) in zip(mapped, parts))
+    def run(mapped):
+        system, inputs, q0 = rebuild(mapped)
         return simulate_stack(system, inputs, batched[:2], q0=q0, **kwargs)
 
-    mapped = tuple(m for m, _ in parts)
     k = B if chunk_size is None else min(chunk_size, B)
     if k == B:
-        return run(mapped, q0)
+        return run(mapped)
     n_chunks = -(-B // k)
 
     def split(x):  # (B, ...) -> (n_chunks, k, ...)
         x = jnp.concatenate([x, jnp.repeat(x[-1:], n_chunks * k - B, axis=0)])
         return x.reshape(n_chunks, k, *x.shape[1:])
 
-    out = jax.lax.map(lambda c: run(*c), jax.tree.map(split, (mapped, q0)))
+    out = jax.lax.map(run, jax.tree.map(split, mapped))
     return jax.tree.map(lambda y: y.reshape(n_chunks * k, *y.shape[2:])[:B], out)
 
 

@@ -216,8 +216,6 @@ def simulate_stack(system: System, inputs, batched: tuple[bool, bool], **kwargs)
     kw = {**DEFAULTS, **kwargs}
     if kw["solver"] != "newmark":
         raise ValueError(f"simulate_stack: only for solver='newmark', got {kw['solver']!r}")
-    if batched[1]:
-        inputs = eqx.filter_vmap(lambda u: as_input(u, system.n_inputs))(inputs)
     return _checked_simulate("simulate_batch", system, inputs, batched, **kw)
 
 
@@ -240,12 +238,11 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
     for name, v in (("q0", q0), ("qd0", qd0)):
         if v.shape != shape:
             raise ValueError(f"{who}: {name} must have shape {shape}, got {v.shape}")
-    axes = None
-    if stack is not None:
-        inputs = inputs if stack[1] else as_input(inputs, system.n_inputs)
-        axes = (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
+    if stack is not None and stack[1]:  # one input specification per member
+        inputs = eqx.filter_vmap(lambda u: as_input(u, system.n_inputs))(inputs)
     else:
         inputs = as_input(inputs, system.n_inputs)
+    axes = None if stack is None else (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
