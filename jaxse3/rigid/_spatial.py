@@ -8,19 +8,17 @@ blocks, which is cheaper than 6×6 products.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
+from jaxtyping import Array
 
 
 def skew(x):
-    """x̃ (3×3) with x̃ y = x × y."""
-    z = jnp.zeros((), x.dtype)
-    return jnp.stack([jnp.stack([z, -x[2], x[1]]), jnp.stack([x[2], z, -x[0]]), jnp.stack([-x[1], x[0], z])])
-
-
-def inverse_adjoint(R, p):
-    """ⁱX_λ = Ad_{H⁻¹} = [[Rᵀ, 0], [−Rᵀp̃, Rᵀ]] for the child pose H = (R, p): parent → child motion coordinates."""
-    Rt = R.T
-    return jnp.block([[Rt, jnp.zeros_like(Rt)], [-Rt @ skew(p), Rt]])
+    """x̃ (..., 3, 3) with x̃ y = x × y, for a 3-vector or a stack of them (..., 3)."""
+    z = jnp.zeros_like(x[..., 0])
+    return jnp.stack([jnp.stack([z, -x[..., 2], x[..., 1]], -1), jnp.stack([x[..., 2], z, -x[..., 0]], -1),
+                      jnp.stack([-x[..., 1], x[..., 0], z], -1)], -2)  # fmt: skip
 
 
 def _rot(R, x):
@@ -58,7 +56,41 @@ def force_to_parent(R, p, f):
     return jnp.concatenate([_rot(R, f[..., :3]) + jnp.cross(p, Rf), Rf], axis=-1)
 
 
-def inertia_transform_to_parent(R, p, inertia):
-    """Ad_{H⁻¹}ᵀ I Ad_{H⁻¹}: a spatial inertia given in the child frame, expressed in the parent frame (unbatched)."""
-    X = inverse_adjoint(R, p)
-    return X.T @ inertia @ X
+class Inertia(NamedTuple):
+    """A spatial inertia ``[[A, h̃], [h̃ᵀ, m 1]]`` (angular first) by its parts: the rotational inertia ``A`` about the
+    frame origin (``I_c + m c̃c̃ᵀ``, (..., 3, 3)), the first moment of mass ``h = m c`` (..., 3) and the mass ``m`` (...).
+    Sums of inertias are sums of parts; the 10 numbers replace 36 in transforms, composites and products."""
+
+    A: Array
+    h: Array
+    m: Array
+
+    def matrix(self) -> Array:
+        """The 6×6 matrix."""
+        H = skew(self.h)
+        m = self.m[..., None, None] * jnp.eye(3, dtype=self.A.dtype)
+        return jnp.concatenate([jnp.concatenate([self.A, H], -1), jnp.concatenate([-H, m], -1)], -2)
+
+    def apply(self, x: Array) -> Array:
+        """I x for motion vectors x (..., 6) (broadcast over leading axes): ``(A ω + h × u, ω × h + m u)``."""
+        w, u = x[..., :3], x[..., 3:]
+        return jnp.concatenate([_rot(self.A, w) + jnp.cross(self.h, u), jnp.cross(w, self.h) + self.m[..., None] * u],
+                               axis=-1)  # fmt: skip
+
+
+def inertia_parts(inertia: Array) -> Inertia:
+    """The :class:`Inertia` parts of 6×6 spatial inertias (..., 6, 6) (h from the skew part of the upper-right block,
+    m from the trace of the lower-right one)."""
+    H = inertia[..., :3, 3:]
+    h = 0.5 * jnp.stack([H[..., 2, 1] - H[..., 1, 2], H[..., 0, 2] - H[..., 2, 0], H[..., 1, 0] - H[..., 0, 1]], -1)
+    return Inertia(inertia[..., :3, :3], h, jnp.trace(inertia[..., 3:, 3:], axis1=-2, axis2=-1) / 3.0)
+
+
+def inertia_to_parent(R: Array, p: Array, inertia: Inertia) -> Inertia:
+    """Ad_{H⁻¹}ᵀ I Ad_{H⁻¹} for the child pose H = (R, p), by parts (batched): with ``h_R = R h``,
+    ``h' = h_R + m p`` and ``A' = R A Rᵀ − p̃ h̃_R − h̃' p̃`` (one 3×3 sandwich instead of two 6×6 products)."""
+    hR = _rot(R, inertia.h)
+    h = hR + inertia.m[..., None] * p
+    RA = jnp.einsum("...ij,...jk->...ik", R, inertia.A)
+    A = jnp.einsum("...ij,...kj->...ik", RA, R) - skew(p) @ skew(hR) - skew(h) @ skew(p)
+    return Inertia(A, h, inertia.m)

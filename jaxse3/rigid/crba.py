@@ -6,6 +6,7 @@ matrix), then ``M_ji = S_jᵀ I_i^C S_i`` for j ⪯ i and ``M_ij = M_jiᵀ``; bl
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
@@ -20,8 +21,9 @@ def _crba(model: Model, q: Array) -> Array:
     tree = tree_matrices(model)
     R, p = world_poses(model, q)
     S = world_motion_subspaces(model, R, p)  # (nv, 6)
-    composite = jnp.einsum("ik,kxy->ixy", jnp.asarray(tree.support), world_inertias(R, p, model.inertias))
-    force = jnp.einsum("aij,aj->ai", composite[tree.joint], S)  # I^C_joint(a) s_a
+    support = jnp.asarray(tree.support)
+    composite = jax.tree.map(lambda x: jnp.einsum("ik,k...->i...", support, x), world_inertias(R, p, model.inertias))
+    force = jax.tree.map(lambda x: x[tree.joint], composite).apply(S)  # I^C_joint(a) s_a
     ancestor = tree.support[tree.joint][:, tree.joint]  # [a, b] = 1 iff joint(a) ⪯ joint(b)
     # M[a, b] = s_aᵀ I^C_joint(b) s_b if joint(a) ⪯ joint(b); its transpose if joint(b) ≺ joint(a); 0 if unrelated
     return jnp.asarray(ancestor) * (S @ force.T) + jnp.asarray(ancestor.T * (1.0 - ancestor)) * (force @ S.T)

@@ -77,6 +77,7 @@ class Model(eqx.Module):
                                  ("gravity", self.gravity, (3,))):  # fmt: skip
             if arr.shape[-len(shape):] != shape:
                 raise ValueError(f"Model: {name} must have shape {shape}, got {arr.shape}")
+        _check_inertias(self.inertias, self.names)
 
     @property
     def nb(self) -> int:
@@ -102,6 +103,26 @@ class Model(eqx.Module):
     def children(self, i: int) -> tuple[int, ...]:
         """Direct children of body i (i = -1: the bodies attached to the world)."""
         return tuple(k for k, p in enumerate(self.parents) if p == i)
+
+
+def _check_inertias(inertias, names) -> None:
+    """The algorithms use the structure ``[[A, m c̃], [m c̃ᵀ, m 1]]`` of spatial inertias (:class:`jaxse3.rigid._spatial.
+    Inertia`): check it for concrete arrays (traced ones, e.g. under ``vmap`` over models, are not checked)."""
+    try:
+        I = np.asarray(inertias, dtype=float)
+    except Exception:  # a tracer
+        return
+    scale = np.maximum(np.abs(I).max(axis=(-2, -1), keepdims=True), np.finfo(float).tiny)
+    H = I[..., :3, 3:]
+    m = np.trace(I[..., 3:, 3:], axis1=-2, axis2=-1)[..., None, None] / 3.0
+    bad = (np.abs(I - np.swapaxes(I, -1, -2)) / scale).max(axis=(-2, -1)) > 1e-9
+    bad |= (np.abs(H + np.swapaxes(H, -1, -2)) / scale[..., :3, :3]).max(axis=(-2, -1)) > 1e-9
+    bad |= (np.abs(I[..., 3:, 3:] - m * np.eye(3)) / scale[..., :3, :3]).max(axis=(-2, -1)) > 1e-9
+    if bad.any():
+        i = int(np.argwhere(bad)[0][-1])
+        raise ValueError(f"Model: inertias[{i}] (body {names[i]!r}) is not a spatial inertia [[I_c + m c̃c̃ᵀ, m c̃], "
+                         f"[m c̃ᵀ, m 1]] (symmetric, skew off-diagonal blocks, m·1 lower-right block); build it "
+                         f"with jaxse3.rigid.spatial_inertia")
 
 
 def spatial_inertia(mass, com, inertia_com):

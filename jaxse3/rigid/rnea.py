@@ -18,7 +18,6 @@ is the plain core (no checks, differentiable by ordinary autodiff). The public :
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
@@ -53,16 +52,17 @@ def _rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None
     acc_terms = S * a[:, None] + _spatial.cross_motion(vel[tree.joint], S * v[:, None])
     acc = jnp.concatenate([jnp.zeros(3, model.gravity.dtype), -model.gravity]) + up @ acc_terms
     inertia = world_inertias(R, p, model.inertias)
-    f = jnp.einsum("bij,bj->bi", inertia, acc) + _spatial.cross_force(vel, jnp.einsum("bij,bj->bi", inertia, vel))
+    f = inertia.apply(acc) + _spatial.cross_force(vel, inertia.apply(vel))
     if f_ext is not None:
         f = f - _spatial.force_to_parent(R, p, f_ext)
     f_composite = jnp.asarray(tree.support) @ f
     return jnp.einsum("ai,ai->a", S, f_composite[tree.joint])
 
 
-def world_inertias(R: Array, p: Array, inertias: Array) -> Array:
-    """Ground-frame spatial inertias ``Xᵀ I X`` with ``X = Ad_{H⁻¹}``, batched over bodies: (nb, 6, 6)."""
-    return jax.vmap(_spatial.inertia_transform_to_parent)(R, p, inertias)
+def world_inertias(R: Array, p: Array, inertias: Array) -> _spatial.Inertia:
+    """Ground-frame spatial inertias ``Xᵀ I X`` with ``X = Ad_{H⁻¹}`` of the bodies (poses (R, p), body-frame
+    ``inertias`` (nb, 6, 6)), as :class:`~jaxse3.rigid._spatial.Inertia` parts (nb, ...)."""
+    return _spatial.inertia_to_parent(R, p, _spatial.inertia_parts(inertias))
 
 
 def rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:

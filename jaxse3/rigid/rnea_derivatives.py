@@ -36,9 +36,9 @@ from jaxse3.lie.rules import RULE_CALLS
 from jaxse3.lie.tangents import accumulate, is_zero, jvp_of_rest
 from jaxse3.rigid import _spatial
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.kinematics import forward_kinematics
+from jaxse3.rigid.kinematics import world_motion_subspaces, world_poses
 from jaxse3.rigid.model import Model, _tree_matrices
-from jaxse3.rigid.rnea import _rnea, check_state
+from jaxse3.rigid.rnea import _rnea, check_state, world_inertias
 
 __all__ = ["rnea", "rnea_derivatives", "Topology", "topology", "GroundPass", "ground_pass", "tangent_of"]
 
@@ -62,9 +62,42 @@ def cross_sandwich(x, M):
     return crf_times(x, M) + _spatial.cross_force(x[..., None, :], M)
 
 
-def coriolis_factor(inertia, x):
-    """B(I, x) = (x×*) I − I (x×) + (I x)×̄*: **twice** the body Coriolis factor of eq. (6) (Algorithm 1 lines 9, 15)."""
-    return cross_sandwich(x, inertia) + crf_bar(jnp.einsum("...ij,...j->...i", inertia, x))
+class CoriolisBlocks(NamedTuple):
+    """B(I, x) = (x×*) I − I (x×) + (I x)×̄*, **twice** the body Coriolis factor of eq. (6) (Algorithm 1 lines 9,
+    15), for a spatial inertia I = (A, h, m) (:class:`~jaxse3.rigid._spatial.Inertia`). Its right block column
+    vanishes: ``B = [[X, 0], [−2 f̃, 0]]`` with ``X = [ω̃, A] − ũh̃ − h̃ũ − ñ`` and
+    ``(n, f) = I x`` for x = (ω, u) (the m terms cancel, and the upper-right block is ``(ω × h + m u − f)~ = 0``).
+    B is linear in (X, f), so composites are sums of blocks."""
+
+    X: Array  # (..., 3, 3)
+    f: Array  # (..., 3)
+
+    @classmethod
+    def of(cls, inertia: _spatial.Inertia, x, momentum) -> "CoriolisBlocks":
+        """The blocks of B(I, x), given ``momentum = I x``."""
+        W, U, H = _spatial.skew(x[..., :3]), _spatial.skew(x[..., 3:]), _spatial.skew(inertia.h)
+        WA, UH = W @ inertia.A, U @ H
+        return cls(WA + jnp.swapaxes(WA, -1, -2) - UH - jnp.swapaxes(UH, -1, -2) - _spatial.skew(momentum[..., :3]),
+                   momentum[..., 3:])  # fmt: skip
+
+    def matrix(self) -> Array:
+        """The 6×6 matrix."""
+        z = jnp.zeros_like(self.X)
+        return jnp.concatenate([jnp.concatenate([self.X, z], -1), jnp.concatenate([-2.0 * _spatial.skew(self.f), z], -1)],
+                               -2)  # fmt: skip
+
+    def apply(self, y):
+        """B y = (X y_ω, −2 f × y_ω)."""
+        return jnp.concatenate([_matvec(self.X, y[..., :3]), -2.0 * jnp.cross(self.f, y[..., :3])], -1)
+
+    def apply_transpose(self, y):
+        """Bᵀ y = (Xᵀ y_ω + 2 f × y_v, 0)."""
+        return jnp.concatenate([_matvec(jnp.swapaxes(self.X, -1, -2), y[..., :3]) + 2.0 * jnp.cross(self.f, y[..., 3:]),
+                                jnp.zeros_like(y[..., 3:])], -1)  # fmt: skip
+
+
+def _matvec(M, x):
+    return jnp.einsum("...ij,...j->...i", M, x)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -108,8 +141,8 @@ class GroundPass(NamedTuple):
     S_dot: Array  # Ṡ = v_i × s
     Psi_dot: Array  # Ψ̇ = v_λ(i) × s
     Psi_ddot: Array  # Ψ̈ = a_λ(i) × s + v_λ(i) × Ψ̇
-    IC: Array  # composite inertias (nb, 6, 6)
-    BC: Array  # composite Coriolis factors, 2 × eq. (6) (nb, 6, 6)
+    IC: _spatial.Inertia  # composite inertias by parts (nb, ...)
+    BC: CoriolisBlocks  # composite Coriolis factors, 2 × eq. (6), by blocks (nb, ...)
     fC: Array  # composite forces (nb, 6), external forces subtracted
 
 
@@ -121,11 +154,9 @@ def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
     ``f_i ← f_i − f_ext,i``).
     """
     top = topology(model)
-    H = forward_kinematics(model, q)
-    R, p = H[:, :3, :3], H[:, :3, 3]
-    rows = [_joints.motion_subspace(t, model.joint_axes[i]) for i, t in enumerate(model.joint_types)]
-    S = jnp.concatenate([_spatial.motion_to_parent(R[i], p[i], r) for i, r in enumerate(rows)], axis=0)
-    inertia = jax.vmap(_spatial.inertia_transform_to_parent)(R, p, model.inertias)
+    R, p = world_poses(model, q)
+    S = world_motion_subspaces(model, R, p)
+    inertia = world_inertias(R, p, model.inertias)
     # ancestor sums: x_i = Σ_{joint(a) ⪯ i} y_a  ->  support[joint].T @ y ; strict ancestors: minus joint i's own DoFs
     up = jnp.asarray(top.support[top.joint].T)  # (nb, nv)
     own = jnp.asarray((top.joint[None, :] == np.arange(len(model.parents))[:, None]).astype(float))  # (nb, nv)
@@ -139,14 +170,22 @@ def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
     acc_parent = a0 + (up - own) @ acc_terms
     Psi_dot = _spatial.cross_motion(vel_parent[top.joint], S)
     Psi_ddot = _spatial.cross_motion(acc_parent[top.joint], S) + _spatial.cross_motion(vel_parent[top.joint], Psi_dot)
-    Iv = jnp.einsum("bij,bj->bi", inertia, vel)
-    f = jnp.einsum("bij,bj->bi", inertia, acc) + _spatial.cross_force(vel, Iv)
+    Iv = inertia.apply(vel)
+    f = inertia.apply(acc) + _spatial.cross_force(vel, Iv)
     if f_ext is not None:
         f = f - _spatial.force_to_parent(R, p, f_ext)
-    B = coriolis_factor(inertia, vel)
-    sup = jnp.asarray(top.support)
-    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, jnp.einsum("ik,kxy->ixy", sup, inertia),
-                      jnp.einsum("ik,kxy->ixy", sup, B), sup @ f)  # fmt: skip
+    # subtree sums of all per-body parts in one product (inertias, Coriolis blocks and forces are linear in them)
+    IC, BC, fC = subtree_sums(top, (inertia, CoriolisBlocks.of(inertia, vel, Iv), f))
+    return GroundPass(S, S_dot, Psi_dot, Psi_ddot, IC, BC, fC)
+
+
+def subtree_sums(top: Topology, tree):
+    """``x_i ← Σ_{k⪰i} x_k`` for every (nb, ...) leaf of ``tree``, as one product with ``top.support``."""
+    leaves, treedef = jax.tree.flatten(tree)
+    nb = leaves[0].shape[0]
+    sizes = np.cumsum([0] + [int(np.prod(x.shape[1:])) for x in leaves])
+    total = jnp.asarray(top.support) @ jnp.concatenate([x.reshape(nb, -1) for x in leaves], axis=1)
+    return treedef.unflatten([total[:, i:j].reshape(x.shape) for i, j, x in zip(sizes, sizes[1:], leaves)])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -157,12 +196,11 @@ def _first_order(model: Model, q, v, a, f_ext=None):
     top = topology(model)
     g = ground_pass(model, q, v, a, f_ext)
     J = top.joint
-    IC, BC, fC = g.IC[J], g.BC[J], g.fC[J]
-    mv = functools.partial(jnp.einsum, "aij,aj->ai")
-    T1 = mv(IC, g.S)  # I^C s
-    T2 = mv(BC, g.S) + mv(IC, g.Psi_dot + g.S_dot)  # 2B^C s + I^C (Ψ̇ + Ṡ)
-    T3 = mv(BC, g.Psi_dot) + mv(IC, g.Psi_ddot) + mv(crf_bar(fC), g.S)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
-    T4 = jnp.einsum("aji,aj->ai", BC, g.S)  # (2B^C)ᵀ s
+    IC, BC, fC = jax.tree.map(lambda x: x[J], (g.IC, g.BC, g.fC))
+    T1 = IC.apply(g.S)  # I^C s
+    T2 = BC.apply(g.S) + IC.apply(g.Psi_dot + g.S_dot)  # 2B^C s + I^C (Ψ̇ + Ṡ)
+    T3 = BC.apply(g.Psi_dot) + IC.apply(g.Psi_ddot) + _spatial.cross_force(g.S, fC)  # 2B^C Ψ̇ + I^C Ψ̈ + (f^C ×̄*) s
+    T4 = BC.apply_transpose(g.S)  # (2B^C)ᵀ s
     E = jnp.asarray(top.E)
     below = jnp.asarray((top.E * (1.0 - top.same)).T)  # below[r, c] = 1 iff joint(r) ≺ joint(c)
     dtau_dq = E * (T4 @ g.Psi_dot.T + T1 @ g.Psi_ddot.T) + below * (g.S @ T3.T)  # (7a) + (7b)

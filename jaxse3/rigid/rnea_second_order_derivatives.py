@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
@@ -45,7 +46,7 @@ from jaxse3.rigid import _spatial
 from jaxse3.rigid._chains import Chains, chains, chains_of
 from jaxse3.rigid.model import Model
 from jaxse3.rigid.rnea import check_state
-from jaxse3.rigid.rnea_derivatives import coriolis_factor, crf_bar, crf_times, cross_sandwich, ground_pass
+from jaxse3.rigid.rnea_derivatives import CoriolisBlocks, crf_bar, crf_times, cross_sandwich, ground_pass
 
 __all__ = ["rnea_second_order_derivatives", "second_order_contractions", "PIECES"]
 
@@ -155,20 +156,20 @@ def _tables(model: Model, q, v, a, f_ext=None) -> tuple[dict[str, Array], Array]
     order of :data:`_X`) with a zero dummy DoF ``n`` appended, (n + 1, 4, 6)."""
     ch = chains(model)
     g = ground_pass(model, q, v, a, f_ext)
-    IC, BC, fC = g.IC[ch.joint], g.BC[ch.joint], g.fC[ch.joint]
+    ICp, BCb, fC = jax.tree.map(lambda x: x[ch.joint], (g.IC, g.BC, g.fC))  # by parts / blocks
+    IC, BC = ICp.matrix(), BCb.matrix()
     S, Sd, Pd, Pdd = g.S, g.S_dot, g.Psi_dot, g.Psi_ddot
-    mv = functools.partial(jnp.einsum, "aij,aj->ai")
     # per (i, p): lines 15–24 (B without the ½); A0, A4, A5, A7 are f×̄* of the wrenches f0, f4, f5, f7, applied to x
     # as x ×* f (cheaper than a 6×6 product); Bs = A1 + A0 (lines 15, 17, 18) and A2 = 2 A0 − Bs = A0 − A1 (line 19)
     # need no matrices of their own
-    Bpsi = coriolis_factor(IC, Pd)
-    f0 = mv(IC, S)
+    Bpsi = CoriolisBlocks.of(ICp, Pd, ICp.apply(Pd)).matrix()
+    f0 = ICp.apply(S)
     A1 = cross_sandwich(S, IC)
     A3 = Bpsi + cross_sandwich(S, BC)
-    f4 = jnp.einsum("aji,aj->ai", BC, S)
-    f5 = mv(BC, Pd) + mv(IC, Pdd) + _spatial.cross_force(S, fC)  # composite f^C (erratum of line 22)
+    f4 = BCb.apply_transpose(S)
+    f5 = BCb.apply(Pd) + ICp.apply(Pdd) + _spatial.cross_force(S, fC)  # composite f^C (erratum of line 22)
     A6 = crf_times(S, IC) + crf_bar(f0)
-    f7 = mv(BC, S) + mv(IC, Pd + Sd)
+    f7 = BCb.apply(S) + ICp.apply(Pd + Sd)
     # per chain pair (a, b) = (ip, jt): lines 29–36, u = A(a) x(b) with x gathered in the chain layout
     xd = jnp.stack([S, Pd, Pdd, Pd + Sd], axis=1)
     xd = jnp.concatenate([xd, jnp.zeros((1, *xd.shape[1:]), xd.dtype)])

@@ -28,6 +28,11 @@ def test_model_and_builder_errors():
         rigid.Model((-1, 2, 1), ("revolute",) * 3, np.tile(np.eye(4), (3, 1, 1)), np.zeros((3, 6)), np.zeros((3, 6, 6)))
     with pytest.raises(ValueError, match="unknown type 'planar'"):
         rigid.Model((-1,), ("planar",), np.eye(4)[None], np.zeros((1, 6)), np.zeros((1, 6, 6)))
+    I = np.array(rigid.spatial_inertia(2.0, np.array([0.1, 0.2, 0.3]), np.eye(3)))
+    rigid.Model((-1,), ("revolute",), np.eye(4)[None], np.zeros((1, 6)), I[None])  # accepted
+    for broken in (I + np.diag([0, 0, 0, 0, 0, 1e-3]), I + np.eye(6, k=3) * 1e-3, I + np.eye(6, k=1) * 1e-3):
+        with pytest.raises(ValueError, match=r"inertias\[0\] \(body 'joint0'\) is not a spatial inertia"):
+            rigid.Model((-1,), ("revolute",), np.eye(4)[None], np.zeros((1, 6)), broken[None])
     b = rigid.ModelBuilder()
     b.add_body("a", None, "revolute", mass=1.0)
     with pytest.raises(ValueError, match="unknown parent 'x'"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
@@ -99,3 +100,35 @@ def test_derivatives_at_rest_and_neutral():
     assert relative_error(ours[0], ref) < 1e-10
     assert float(jnp.max(jnp.abs(ref))) > 1e-2  # gravity really acts
     assert float(jnp.max(jnp.abs(ours[1]))) == 0.0
+
+
+def test_inertia_parts_and_coriolis_blocks():
+    """The by-parts spatial-inertia transform and the block form of B(I, x) equal their 6×6 definitions
+    (Xᵀ I X with X = Ad_{H⁻¹} = [[Rᵀ, 0], [−Rᵀp̃, Rᵀ]]; (x×*) I − I (x×) + (I x)×̄* with the matrices written here)."""
+    from jaxse3.rigid import _spatial, spatial_inertia
+    from jaxse3.rigid.rnea_derivatives import CoriolisBlocks
+
+    rng = np.random.default_rng(3)
+    def hat(x):
+        return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+    for _ in range(5):
+        L = rng.normal(size=(3, 3))
+        I = np.asarray(spatial_inertia(rng.uniform(0.5, 2.0), rng.normal(size=3), L @ L.T + np.eye(3)))
+        R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        p, x = rng.normal(size=3), rng.normal(size=6)
+        X = np.block([[R.T, np.zeros((3, 3))], [-R.T @ hat(p), R.T]])
+        world = _spatial.inertia_to_parent(jnp.asarray(R), jnp.asarray(p), _spatial.inertia_parts(jnp.asarray(I)))
+        Iw = X.T @ I @ X
+        np.testing.assert_allclose(world.matrix(), Iw, rtol=0, atol=1e-12 * np.abs(Iw).max())
+        np.testing.assert_allclose(world.apply(jnp.asarray(x)), Iw @ x, rtol=0, atol=1e-12 * np.abs(Iw).max())
+        w, u = hat(x[:3]), hat(x[3:])
+        cross_m = np.block([[w, np.zeros((3, 3))], [u, w]])  # x×
+        n, f = np.split(Iw @ x, 2)
+        bar = -np.block([[hat(n), hat(f)], [hat(f), np.zeros((3, 3))]])  # (Ix)×̄*: (F×̄*) y = y ×* F
+        B = -cross_m.T @ Iw - Iw @ cross_m + bar  # x×* = −(x×)ᵀ
+        blocks = CoriolisBlocks.of(world, jnp.asarray(x), world.apply(jnp.asarray(x)))
+        y = rng.normal(size=6)
+        for ours, ref in ((blocks.matrix(), B), (blocks.apply(jnp.asarray(y)), B @ y), (blocks.apply_transpose(jnp.asarray(y)), B.T @ y)):
+            np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(B).max())
+        assert np.abs(B[:, 3:]).max() < 1e-12 * np.abs(B).max()  # the vanishing right block column
