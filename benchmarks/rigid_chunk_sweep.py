@@ -1,5 +1,8 @@
 """HyQ IDSVA FO/SO per state: one vmap vs `jax.lax.map` chunks, interleaved with Pinocchio's computeRNEADerivatives per call.
 
+The row "SO output write floor" only writes SO's four dense (nv, nv, nv) outputs for the batch (no computation): the
+memory-bandwidth floor of any batched SO that returns dense tensors on this machine.
+
 Run from the repository root: ``python benchmarks/rigid_chunk_sweep.py`` (~3 min; needs the ``pinocchio`` extra).
 """
 import os
@@ -35,6 +38,10 @@ for name, f in (("FO", lambda q, v, a: rnea_derivatives(m, q, v, a)), ("SO", lam
     cases[(name, "vmap")] = jax.jit(jax.vmap(f))
     for c in ((4, 8, 16, 32) if name == "FO" else (4, 8, 16)):
         cases[(name, c)] = jax.jit(chunked(f, c))
+# the memory floor of SO at this batch: only writing its four dense (nv, nv, nv) outputs, nothing computed
+n = m.nv
+cases[("SO output write floor", "vmap")] = jax.jit(lambda q, v, a: tuple(
+    jnp.broadcast_to(x[:, :1, None, None], (B, n, n, n)) * 1.0 for x in (v, a, v + a, v - a)))
 for f in cases.values():
     jax.block_until_ready(f(Q, V, A)); jax.block_until_ready(f(Q, V, A))
 walls = {k: [] for k in cases}; pin_t = []

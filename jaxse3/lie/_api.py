@@ -51,6 +51,15 @@ def build(alg: Algebra) -> SimpleNamespace:
         Returns:
             ``(..., {n})``. Custom_jvp rule: ``{name}_jac(X, Z) dX + {name}_apply(X, dZ)``, itself differentiable in
             closed form, so ``jax.jacfwd``/``jacrev``/``hessian`` run the hand-derived formulas.""")
+        out["d_" + name + "_apply"] = _doc(batched(f"{vvv}->{v}", ("X", "U", "Z"), "d_" + name + "_apply")(f.apply_derivative), f"""(D_X {sym})(U) Z = ``d_{name}(X, U) @ Z = {name}_jac(X, Z) @ U``, matrix-free.
+
+        By matrix-vector products only (no {n}×{n} matrix is formed): the cheap way to differentiate
+        ``{name}_apply(X, Z)`` along one direction (e.g. the rate of ``{sym} Z`` along a curve X(t)).
+
+        Args:
+            X, U, Z: ``(..., {n})``.
+        Returns:
+            ``(..., {n})``. Custom_jvp rule: ``{name}_jac_dir(X, Z, dX) @ U`` plus itself in dU and dZ (closed forms).""")
         out[name + "_jac"] = _doc(batched(f"{vv}->{m}", ("X", "Z"), name + "_jac")(f.jacobian), f"""∂({sym} Z)/∂X, rows = outputs (seed 000 eq. {eq['jac']}).
 
         Args:

@@ -124,6 +124,26 @@ def apply(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: bool
     return out
 
 
+def apply_derivative(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.ndarray:
+    """(D_X F)(U) Z = ``jacobian(X, Z) @ U`` by matrix-vector products only, without forming the Jacobian.
+
+    With ``Z_i = A^i Z`` (A = ad_X) and C = ad_U: ``D_U Z_i = C Z_{i−1} + A D_U Z_{i−1}`` (the Jacobian recursion of
+    :func:`_jac_parts` applied to U), and the coefficients' derivatives enter through ``x₀ᵀ U`` (eq. (36)).
+    """
+    A, C = alg.ad(X), alg.ad(U)
+    Zi, dZi = Z, None
+    out = w = None
+    for i in range(1, len(p.c)):
+        dZi = C @ Zi if dZi is None else C @ Zi + A @ dZi
+        Zi = A @ Zi
+        if _nz(p.c[i]):
+            out = _acc(out, p.c[i] * dZi)
+        if _nz(p.cbar[i]):
+            w = _acc(w, p.cbar[i] * Zi)
+    out = _or_zeros(out, Z.shape, Z.dtype)
+    return out if w is None else out + w * jnp.dot(alg.rot(X), U)
+
+
 def _jac_parts(alg: Algebra, A: jnp.ndarray, Z: jnp.ndarray, n: int, transpose: bool):
     """Z_i = P_i Z and J_i with DP_i(U) Z = J_i U (or Z̄_i = P_iᵀ Z and J̄_i with DP_i(U)ᵀ Z = J̄_i U), i < n."""
     Zs = [Z]

@@ -11,6 +11,8 @@ function               value                                   custom_jvp tangen
 ``second_derivative``  (D²_X F)(U)(S), eq. (40)                plain JAX (third order by autodiff)
 ``apply(X, Z)``        F(X) Z                                  ``jacobian(X, Z) dX + apply(X, dZ)``
 ``jacobian(X, Z)``     ∂(F(X)Z)/∂X, eqs. (36)/(37)             ``jacobian_derivative(X, Z, dX) + jacobian(X, dZ)``
+``apply_derivative``   (D_X F)(U) Z = jacobian(X, Z) U,        ``jacobian_derivative(X, Z, dX) U + apply_derivative
+(X, U, Z)              matrix-free                             (X, dU, Z) + apply_derivative(X, U, dZ)``
 ``apply_T(X, Z)``      F(X)ᵀ Z                                 ``jacobian_T(X, Z) dX + apply_T(X, dZ)``
 ``jacobian_T(X, Z)``   ∂(F(X)ᵀZ)/∂X, eq. (39)                  ``jacobian_T_derivative(X, Z, dX) + …``
 ``hessian(X, Q, Z)``   Hessian of Qᵀ F(X) Z, eqs. (47)/(51)    plain JAX
@@ -130,6 +132,19 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         return apply, jacobian, jacobian_derivative
 
     apply, jacobian, jacobian_derivative = make_eval(False)
+
+    @jax.custom_jvp
+    def apply_derivative(X, U, Z):
+        return adpoly.apply_derivative(alg, X, Z, U, poly(X, 1))
+
+    def _apply_derivative_jvp(primals, tangents):
+        RULE_CALLS[tag + ".apply_derivative"] += 1
+        (X, U, Z), (dX, dU, dZ) = primals, tangents
+        out = apply_derivative(X, U, Z)
+        return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t) @ U, dX),
+                                     (lambda t: apply_derivative(X, t, Z), dU), (lambda t: apply_derivative(X, U, t), dZ)])
+
+    apply_derivative.defjvp(_apply_derivative_jvp, symbolic_zeros=True)
     apply_T, jacobian_T, jacobian_T_derivative = make_eval(True)
 
     def hessian(X, Q, Z):
@@ -140,6 +155,7 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         derivative=derivative,
         second_derivative=second_derivative,
         apply=apply,
+        apply_derivative=apply_derivative,
         jacobian=jacobian,
         jacobian_derivative=jacobian_derivative,
         apply_T=apply_T,

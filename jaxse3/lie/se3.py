@@ -40,7 +40,7 @@ from jaxse3.lie.rules import RULE_CALLS
 __all__ = [
     "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
     "project", "from_rotation_translation", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv",
-    "dexp_apply", "dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac",
+    "dexp_apply", "dexp_inv_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac",
     "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
     "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv", "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv",
 ]  # fmt: skip
@@ -48,6 +48,7 @@ __all__ = [
 _F = _api.build(SE3)
 dexp, dexp_inv, d_dexp, d_dexp_inv = _F.dexp, _F.dexp_inv, _F.d_dexp, _F.d_dexp_inv
 d2_dexp, d2_dexp_inv = _F.d2_dexp, _F.d2_dexp_inv
+d_dexp_apply, d_dexp_inv_apply = _F.d_dexp_apply, _F.d_dexp_inv_apply
 dexp_apply, dexp_inv_apply, dexpT_apply, dexp_invT_apply = (
     _F.dexp_apply, _F.dexp_inv_apply, _F.dexpT_apply, _F.dexp_invT_apply)  # fmt: skip
 dexp_jac, dexp_inv_jac, dexpT_jac, dexp_invT_jac = _F.dexp_jac, _F.dexp_inv_jac, _F.dexpT_jac, _F.dexp_invT_jac

@@ -74,6 +74,9 @@ def test_first_and_second_derivatives(group, phi, inverse):
     close(fd(F, X, U), d(X, U), rtol=1e-8)
     close(fd(lambda X: d(X, U), X, S), d2(X, U, S), rtol=1e-8)
     close(fd(lambda X: F(X) @ Z, X, U), jac(X, Z) @ U, rtol=1e-8)
+    d_apply = getattr(G, "d_" + name + "_apply")  # matrix-free (D_X F)(U) Z
+    close(d_apply(X, U, Z), dF(X, U) @ Z)
+    close(fd(lambda X: F(X) @ Z, X, U), d_apply(X, U, Z), rtol=1e-8)
 
 
 def test_inverse_identity_for_derivative(group):
@@ -95,6 +98,8 @@ def test_limits_at_zero(group):
     close(G.dexp_jac(X, Z), -0.5 * G.ad(Z))
     close(G.dexp_inv_jac(X, Z), 0.5 * G.ad(Z))
     close(G.dexpT_jac(X, Z), 0.5 * G.adbar(Z))
+    close(G.d_dexp_apply(X, U, Z), 0.5 * G.ad(U) @ Z)
+    close(G.d_dexp_inv_apply(X, U, Z), -0.5 * G.ad(U) @ Z)
 
 
 def test_se3_block_structure_matches_so3():

@@ -14,7 +14,7 @@ from tests.lie.conftest import ANGLES, point, vectors
 from tests.lie.gradcheck import CompiledGradCheck
 
 MAPS = ["exp", "dexp", "dexp_inv", "dexp_apply", "dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "d_dexp",
-        "d_dexp_inv", "dexp_jac", "dexp_inv_jac"]  # fmt: skip
+        "d_dexp_inv", "dexp_jac", "dexp_inv_jac", "d_dexp_apply", "d_dexp_inv_apply"]  # fmt: skip
 GRAD_TOL = dict(eps=1e-5, atol=1e-6, rtol=1e-6)  # of jax.test_util.check_grads, which CompiledGradCheck reproduces
 
 
@@ -30,6 +30,9 @@ def _fn(G, name, n):
     f = getattr(G, name)
     if name in ("exp", "dexp", "dexp_inv"):
         return f
+    if name.startswith("d_") and name.endswith("_apply"):
+        U = jnp.asarray(vectors(n, 1, seed=8)[0])
+        return lambda X: f(X, U, Z)
     return lambda X: f(X, Z)
 
 
@@ -90,11 +93,13 @@ def test_rules_are_used(group):
     jax.eval_shape(jax.jacrev(G.dexp_inv_apply), X, Z)
     jax.eval_shape(jax.hessian(lambda X: Q @ G.dexp_apply(X, Z)), X)
     jax.eval_shape(jax.hessian(lambda X: jnp.sum(G.exp(X) ** 2)), X)
+    jax.eval_shape(jax.jacfwd(G.d_dexp_apply), X, Z, Q)
     c = rules.RULE_CALLS
     alg = G.__name__.rsplit(".", 1)[-1]
     assert c[f"{alg}.dexp.apply"] >= 1 and c[f"{alg}.dexp_inv.apply"] >= 1
     assert c[f"{alg}.dexp.jacobian"] >= 1  # the second order came from the Jacobian's closed-form rule
     assert c[f"{alg}.exp"] >= 1
+    assert c[f"{alg}.dexp.apply_derivative"] >= 1
     jaxpr = str(jax.make_jaxpr(jax.jacfwd(G.dexp_apply))(X, Z))
     assert "custom_jvp_call" in jaxpr or "jacobian" in jaxpr
 
