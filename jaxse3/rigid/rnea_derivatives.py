@@ -6,7 +6,9 @@ three are ``(nv, nv)`` with rows = τ.
 
 The algorithm works with every quantity in the ground frame (digest §1.4): a forward pass gives, per DoF column, the
 motion subspace ``s``, ``Ṡ = v_i × s``, ``Ψ̇ = v_λ(i) × s`` and ``Ψ̈ = a_λ(i) × s + v_λ(i) × Ψ̇`` (eq. (5)), and per body
-the composites ``I^C``, ``B^C`` (Coriolis factor, eq. (6) **times 2**, as in Algorithm 1: digest §7) and ``f^C``.
+the composites ``I^C``, ``B^C`` (Coriolis factor, eq. (6) **times 2**, as in Algorithm 1: digest §7) and ``f^C``,
+the inertias by their parts (A, h, m) and the Coriolis factors by their two nonzero blocks (:class:`CoriolisBlocks`:
+the right block column of B(I, x) vanishes for a spatial inertia), 25 numbers per body instead of 72.
 Because the tree is static, the sums over ancestors and subtrees are products with constant 0/1 matrices
 (:class:`Topology`), so the whole routine is a handful of dense, batched contractions — no Python loop over the
 tree in the traced program; 6×6 products with cross-product matrices are written as cross products on the columns
