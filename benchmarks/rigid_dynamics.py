@@ -124,11 +124,14 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--robots", default=None, help="comma-separated subset of " + ",".join(ROBOTS))
+    ap.add_argument("--sizes", default=None, help="comma-separated autoTree sizes (default 6,12,24,48; 'none': no autoTree)")
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else args.repeats
-    robots = ["UR5", "HyQ"] if args.quick else list(ROBOTS)
-    sizes = [12] if args.quick else [6, 12, 24, 48]
+    robots = args.robots.split(",") if args.robots else (["UR5", "HyQ"] if args.quick else list(ROBOTS))
+    sizes = ([] if args.sizes == "none" else [int(x) for x in args.sizes.split(",")]) if args.sizes else (
+        [12] if args.quick else [6, 12, 24, 48])  # fmt: skip
     models = benchmark_models(robots, sizes)
     rows = []
     for label, m, pm in models:
