@@ -342,6 +342,19 @@ def d_dexp_inv(alg, X, U):
 
 
 @_public
+def d_dexp_apply(alg, X, U, Z):
+    """(D dexp)(U) Z."""
+    return _DF(alg, X, U) @ _vec(Z)
+
+
+@_public
+def d_dexp_inv_apply(alg, X, U, Z):
+    """(D dexp⁻¹)(U) Z = −F⁻¹ DF(U) F⁻¹ Z."""
+    Fi = _Finv(alg, X)
+    return -Fi @ (_DF(alg, X, U) @ (Fi @ _vec(Z)))
+
+
+@_public
 def d2_dexp(alg, X, U, S):
     return _D2F(alg, X, U, S)
 

@@ -51,6 +51,8 @@ CASES = {
     "d_dexp": ("first", ("X", "U"), lambda m: m.d_dexp, "d_dexp"),
     "d_dexp_inv": ("first", ("X", "U"), lambda m: m.d_dexp_inv, "d_dexp_inv"),
     "dexp_jac": ("first", ("X", "Z"), lambda m: m.dexp_jac, "dexp_jac"),
+    "d_dexp_apply": ("first", ("X", "U", "Z"), lambda m: m.d_dexp_apply, "d_dexp_apply"),
+    "d_dexp_inv_apply": ("first", ("X", "U", "Z"), lambda m: m.d_dexp_inv_apply, "d_dexp_inv_apply"),
     "dexp_inv_jac": ("first", ("X", "Z"), lambda m: m.dexp_inv_jac, "dexp_inv_jac"),
     "dexpT_jac": ("first", ("X", "Z"), lambda m: m.dexpT_jac, "dexpT_jac"),
     "dexp_invT_jac": ("first", ("X", "Z"), lambda m: m.dexp_invT_jac, "dexp_invT_jac"),
@@ -69,7 +71,8 @@ CASES = {
 
 SE3_CASES = tuple(CASES)
 SO3_CASES = ("exp", "log", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_jac",
-             "dexp_inv_jac", "dexp_hess", "dexp_inv_hess", "jacfwd(dexp_apply)", "hessian(Q@dexp_apply)")  # fmt: skip
+             "dexp_inv_jac", "d_dexp_apply", "dexp_hess", "dexp_inv_hess", "jacfwd(dexp_apply)",
+             "hessian(Q@dexp_apply)")  # fmt: skip
 ALL_CASES = tuple(("se3", c) for c in SE3_CASES) + tuple(("so3", c) for c in SO3_CASES)
 
 
