@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence, Union
 
+import jax
 import jax.numpy as jnp
 
 from jaxse3.lie._algebra import Algebra
@@ -286,12 +287,12 @@ def hessian(alg: Algebra, X: jnp.ndarray, Q: jnp.ndarray, Z: jnp.ndarray, p: Pol
         if W is not None:
             H = _acc(H, _neg(alg.adbar_rows(Qm, W)))
         Qm = alg.adT_rows(x, Qm)
-    H = jnp.zeros((alg.dim, alg.dim), X.dtype) if H is None else _stack(H)
-    H = H + H.T
-    if jbar is not None:
+    if jbar is not None:  # sym(x₀ gᵀ) is part of sym(H)
         g = sum((qi * r for qi, r in zip(q[1:], jbar[1:])), q[0] * jbar[0])  # jbarᵀ Q
-        xg = jnp.outer(_stack(x0), g)
-        H = H + xg + xg.T
+        H = _acc(H, tuple(xi * g for xi in x0))
+    H = jnp.zeros((alg.dim, alg.dim), X.dtype) if H is None else _stack(H)
+    H = jax.lax.optimization_barrier(H)  # materialised once: XLA would otherwise recompute it for Hᵀ
+    H = H + H.T
     if s_bar is not None:
         H = H + s_bar * alg.rot_projector(X)
     if s_brev is not None:
