@@ -1,4 +1,4 @@
-"""RNEA inverse dynamics of a GVS rod and its analytical derivatives in one forward and one backward sweep.
+"""RNEA inverse dynamics of a GVS rod and its analytical derivatives in one forward and one backward pass.
 
 Seed 003 §4 and App. C/D, following the verified pseudocode of digest 003 §2.2 (single rod, fixed base):
 
@@ -15,20 +15,10 @@ Seed 003 §4 and App. C/D, following the verified pseudocode of digest 003 §2.2
   ∂ID/∂q̇ = Σ_α S_αᵀ(𝓝^C S^B + 𝓜^C Y^B + V^S)                                                    (27)
   ∂ID/∂q̈ = Σ_α S_αᵀ(𝓜^C S^B + W^S) = M(q)                                                      (32, 34)
 
-Here ad*_V = −ad_Vᵀ and \\bar{ad}*_V = −``se3.adbar(V)``.
-
-**Evaluated in the world frame** (a deviation in form, not in result, from the paper's body-frame recursions): with
-``A_k = Ad_{g_k}`` the pose of point k, every quantity is carried as its world-frame image (``A_α S_α``,
-``A_k η_k``, ``Ad*_{g_k} 𝓜_k Ad⁻¹_{g_k}``, …). The transports of the recursions then become identities: each forward
-sum X^B_{α+1} = Ad⁻¹_{g_α,α+1}(X_α + X^B_α) is a prefix sum over the joints and each backward sum a suffix sum, and
-the products S_αᵀ(·) are frame-invariant. Every ad_X M is a cross product on M's columns; joint-local terms (T, 𝓩 and
-their q-derivatives, ∂(Sᵀ𝓕)/∂q) are evaluated in the joints' frames, vectorised over the joints. So one call runs a
-few dozen batched operations instead of a sequential loop over the joints (on CPU, where the cost of these small
-operations is their number, about 3× fewer kernels for the derivatives).
-
-ID(q, q̇, q̈) = M q̈ − F(q, q̇) (eq. (8)) contains inertia, Coriolis/centrifugal terms and gravity; external loads
-(:class:`~jaxse3.rod.forces.Loads`) enter the same recursion with the minus sign of (16) when passed to :func:`rnea`
-(the public :func:`inverse_dynamics` has none; they belong to τ, :func:`jaxse3.rod.dynamics.generalized_forces`).
+Here ad*_V = −ad_Vᵀ and \\bar{ad}*_V = −``se3.adbar(V)``. ID(q, q̇, q̈) = M q̈ − F(q, q̇) (eq. (8)) contains inertia,
+Coriolis/centrifugal terms and gravity; external loads (:class:`~jaxse3.rod.forces.Loads`) enter the same recursion
+with the minus sign of (16) when passed to :func:`rnea` (the public :func:`inverse_dynamics` has none; they belong
+to τ, :func:`jaxse3.rod.dynamics.generalized_forces`).
 
 :func:`inverse_dynamics` carries a ``custom_jvp`` rule built from these derivatives, so ``jax.jacfwd`` and every
 solver that linearises it run the analytical formulas (counted in :data:`ROD_RULE_CALLS`).
@@ -41,13 +31,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxse3 import se3
-from jaxse3.lie._algebra import SE3
 from jaxse3.lie.tangents import accumulate, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import _chain, check_state, joints
+from jaxse3.rod.kinematics import check_state, joints
 from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
 
 __all__ = ["RNEAResult", "rnea", "inverse_dynamics", "inverse_dynamics_derivatives", "mass_matrix", "ROD_RULE_CALLS",
@@ -83,142 +71,128 @@ def rnea(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array, loads: Loads | None =
         loads: external physical loads; they enter 𝓕_k with a minus sign, so the result is ID − Σ J_kᵀ𝓕ext_k.
         level: ``"id"`` (ID only), ``"mass"`` (+ M), ``"all"`` (+ M, ∂ID/∂q, ∂ID/∂q̇).
         inertia: False drops inertia, Coriolis and gravity (only the loads term remains; used for τ's loads).
-
-    The recursions are evaluated in the world frame (see the module docstring): every transported sum of the paper's
-    forward pass (22a, 22b, 28a, 28b) is a prefix sum and every one of the backward pass (22c–22g, 28c, 33, 56) a
-    suffix sum over the joints, so all joints are processed together, with no loop over them.
     """
     if level not in _LEVELS:
         raise ValueError(f"rnea: 'level' must be one of {_LEVELS}, got {level!r}")
     check_state(rod, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (jnp.asarray(a, dtype=jnp.result_type(float, a)) for a in (q, qd, qdd))
     deriv, need_mass = level == "all", level != "id"
+    jt = joints(rod, q, qd, qdd, derivatives=deriv and inertia)
     n, dtype = rod.n_dof, q.dtype
     grav = jnp.concatenate([jnp.zeros(3, dtype), rod.gravity.astype(dtype)])  # 𝓖 = (0, a_g)
+    zero6n = jnp.zeros((6, n), dtype)
     has_loads = loads is not None and not (loads.local is None and loads.world is None and loads.contact is None)
     if level == "id" and inertia and not has_loads:
         return RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
-    inertial_derivs = deriv and inertia
-    jt = joints(rod, q, qd, qdd, derivatives=inertial_derivs)
+    want_J = need_mass or has_loads
 
-    # ---------------------------------------------------------------- forward: prefix sums over the joints
-    g = _chain(rod.base_pose.astype(dtype), jt.step)  # (n_p, 4, 4) poses of the points (2a)
-    Ainv = se3.Ad_inv(g)  # (n_p, 6, 6): world -> point frame (motion); its transpose takes wrenches to the world
-    A = se3.Ad(g[:-1])  # joint α sits at point α: its frame -> world
-    local = [jt.S, (jt.Sd @ qd)[..., None]]  # S_α, Ṡ_α q̇ (6, 1)
-    if inertial_derivs:
-        local += [jt.Sd, jt.dS_qd, jt.dSd_qd + jt.dS_qdd]
-    world = jnp.split(A @ jnp.concatenate(local, axis=-1), np.cumsum([x.shape[-1] for x in local])[:-1], axis=-1)
-    S, Sd_qd = world[0], world[1][..., 0]  # (n_p − 1, 6, n), (n_p − 1, 6)
-    J = _prefix(S)  # (n_p, 6, n): world-frame body Jacobians Ad_{g_k} J_k (22a)
-    eta = J @ qd  # Ad_{g_k} η_k
-    v = S @ qd
-    etad = _prefix(S @ qdd + Sd_qd + _ad(eta[:-1], v))  # Ad_{g_k} η̇_k (D15)
+    # ---------------------------------------------------------------- forward pass (joints α = 1 .. n_p − 1)
+    def forward(carry, x):
+        g, eta, etad, B = carry
+        step, Ai, S, Sd, dS_qd, dS_qdd, dSd_qd = x
+        eta_p = eta + S @ qd  # η_α⁺
+        etad_p = etad + S @ qdd + Sd @ qd + se3.ad(eta) @ (S @ qd)  # η̇_α⁺
+        out = dict(g=g, eta=eta, etad=etad, B=B)
+        newB = B
+        if want_J or (deriv and inertia):
+            parts = {"S": S}
+            if deriv and inertia:
+                gloc = se3.Ad_inv(g) @ grav  # Ad⁻¹_{g_α} 𝓖
+                R = se3.ad(eta_p) @ S + dS_qd  # (20b)
+                Q = (se3.ad(etad_p) @ S + se3.ad(eta_p) @ R + se3.ad(eta) @ dS_qd + dSd_qd + dS_qdd
+                     - se3.ad(gloc) @ S)  # (20c), gravity sign corrected (digest §8)  # fmt: skip
+                Y = R + se3.ad(eta) @ S + Sd  # (26)
+                parts.update(R=R, Q=Q, Y=Y)
+                out.update(R=R, Q=Q, Y=Y)
+            newB = {k: Ai @ (parts[k] + B[k]) for k in B}  # (22a, 22b, 28a, 28b)
+        return (g @ step, Ai @ eta_p, Ai @ etad_p, newB), out
 
-    # ---------------------------------------------------------------- point quantities (16), (20a), world frame
-    AinvT = jnp.swapaxes(Ainv, -1, -2)
-    F = jnp.zeros((rod.n_points, 6), dtype)
-    if inertia:
-        Mk = AinvT @ rod.inertia.astype(dtype) @ Ainv  # Ad*_{g_k} 𝓜_k Ad⁻¹_{g_k}
-        Meta = _mv(Mk, eta)
-        F = _mv(Mk, etad - grav) - _adbar(Meta, eta)  # (16): ad*_η = −ad_ηᵀ and ad_ηᵀ 𝓜η = adbar_{𝓜η} η
-    dF = None
-    if has_loads:
-        ext = external_wrenches(rod, loads, g, Ainv @ J)  # local frames
-        F = F - _mv(AinvT, ext[0])
-        dF = AinvT @ ext[1] if deriv else None
+    B0 = {}
+    if want_J:
+        B0["S"] = zero6n
+    if deriv and inertia:
+        B0.update(R=zero6n, Q=zero6n, Y=zero6n)
+    init = (rod.base_pose.astype(dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), B0)
+    xs = (jt.step, jt.Ad_inv, jt.S, jt.Sd, jt.dS_qd, jt.dS_qdd, jt.dSd_qd)
+    last, hist = jax.lax.scan(forward, init, xs)
 
-    # ---------------------------------------------------------------- backward: suffix sums over the joints
-    FC = _suffix(F[1:])  # (22c): 𝓕^C_α, the wrench of the points beyond joint α
-    out = {"tau": S, "M": None, "dqd": None, "dq": None}  # Σ_α S_αᵀ(·) of each, below
-    rows = {"tau": FC[..., None]}
-    Jj = J[:-1]  # the Jacobian at joint α's own point (S^B_α)
+    def points(name, final):  # per-point history + the tip
+        return jax.tree.map(lambda h, l: jnp.concatenate([h, l[None]], axis=0), hist[name], final)
+
+    g, eta, etad = points("g", last[0]), points("eta", last[1]), points("etad", last[2])
+    XB = points("B", last[3])  # X^B at every point
+
+    # ---------------------------------------------------------------- point quantities (16), (20a)
+    Mk = rod.inertia.astype(dtype)
+    F = _point_wrenches(Mk, g, eta, etad, grav) if inertia else jnp.zeros((rod.n_points, 6), dtype)
+    ext = external_wrenches(rod, loads, g, XB["S"]) if has_loads else None
+    dFext = None
+    if ext is not None:
+        F = F - ext[0]
+        dFext = ext[1] if deriv else None
+    Nk = None
+    if deriv and inertia:
+        adeta = se3.ad(eta)
+        Nk = -se3.adbar(jnp.einsum("kij,kj->ki", Mk, eta)) - jnp.swapaxes(adeta, -1, -2) @ Mk - Mk @ adeta
+
+    # ---------------------------------------------------------------- backward pass (α = n_p − 1 .. 1)
+    def backward(carry, x):
+        c = carry
+        As, Ai, S, Om, Z, Phi_c, h, pt, jq, bq = x
+        out = {}
+        FC = As @ (pt["F"] + c["FC"])  # (22c)
+        out["tau"] = S.T @ FC  # (14)
+        new = {"FC": FC}
+        if need_mass and inertia:
+            MC = As @ (pt["M"] + c["MC"]) @ Ai  # (22e)
+            W = MC @ S + As @ c["W"]  # (33)
+            out["M"] = S.T @ (MC @ bq["S"] + W)  # (32)
+            new.update(MC=MC, W=W)
+        if deriv:
+            P = -se3.adbar(FC) @ S + As @ c["P"]  # (22g)
+            acc = P
+            if inertia:
+                NC = As @ (pt["N"] + c["NC"]) @ Ai  # (22d)
+                U = NC @ jq["R"] + MC @ jq["Q"] + As @ c["U"]  # (22f)
+                V = NC @ S + MC @ jq["Y"] + As @ c["V"]  # (28c)
+                acc = acc + NC @ bq["R"] + MC @ bq["Q"] + U
+                out["dqd"] = S.T @ (NC @ bq["S"] + MC @ bq["Y"] + V)  # (27)
+                new.update(NC=NC, U=U, V=V)
+            if dFext is not None:
+                E = As @ (pt["dF"] + c["E"])  # (56)
+                acc = acc - E
+                new["E"] = E
+            w = se3.dexpT_apply(Om, FC)  # T ᵀ𝓕^C
+            dSTF = Z.T @ se3.dexpT_jac(Om, FC) @ Z + magnus_dZT(Phi_c, w, h, rod.magnus_order)  # (C29)
+            out["dq"] = dSTF + S.T @ acc  # (21, 55)
+            new["P"] = P
+        return new, out
+
+    c0 = {"FC": jnp.zeros(6, dtype)}
     if need_mass and inertia:
-        MC = _suffix(Mk[1:])  # (22e)
-        if inertial_derivs:
-            R = _ad_cols(eta[1:], S) + world[3]  # (20b), η_α⁺ = η_{α+1}
-            Q = (_ad_cols(etad[1:], S) + _ad_cols(eta[1:], R) + _ad_cols(eta[:-1], world[3]) + world[4]
-                 - _ad_cols(grav, S))  # (20c), gravity sign corrected (digest §8)  # fmt: skip
-            Y = R + _ad_cols(eta[:-1], S) + world[2]  # (26)
-            RB, QB, YB = (_prefix(X)[:-1] for X in (R, Q, Y))  # (22b, 28a, 28b)
-            Nk = -se3.adbar(Meta) - jnp.swapaxes(se3.ad(eta), -1, -2) @ Mk - Mk @ se3.ad(eta)  # (20a)
-            NC = _suffix(Nk[1:])  # (22d)
-            m_prod = jnp.split(MC @ jnp.concatenate([S, Jj, Q, Y, QB, YB], -1), 6, axis=-1)
-            n_prod = jnp.split(NC @ jnp.concatenate([S, Jj, R, RB], -1), 4, axis=-1)
-            W = _suffix(m_prod[0])  # (33)
-            U = _suffix(n_prod[2] + m_prod[2])  # (22f)
-            V = _suffix(n_prod[0] + m_prod[3])  # (28c)
-            rows["M"] = m_prod[1] + W  # (32)
-            rows["dqd"] = n_prod[1] + m_prod[5] + V  # (27)
-            acc = n_prod[3] + m_prod[4] + U
-        else:
-            MS, MJ = jnp.split(MC @ jnp.concatenate([S, Jj], -1), 2, axis=-1)
-            rows["M"] = MJ + _suffix(MS)  # (32), (33)
+        c0.update(MC=jnp.zeros((6, 6), dtype), W=zero6n)
     if deriv:
-        P = _suffix(-_adbar_cols(FC, S))  # (22g)
-        acc = P + acc if inertial_derivs else P
-        if dF is not None:
-            acc = acc - _suffix(dF[1:])  # (56)
-        rows["dq"] = acc  # (21, 55), plus the ∂S/∂q|_𝓕 term below
-    names = [k for k in out if k in rows]
-    sizes = [rows[k].shape[-1] for k in names]
-    total = jnp.einsum("ain,aim->nm", S, jnp.concatenate([rows[k] for k in names], -1))  # Σ_α S_αᵀ(·)
-    res = dict(zip(names, jnp.split(total, np.cumsum(sizes)[:-1], axis=-1)))
-    res["tau"] = res["tau"][:, 0]  # (14)
-    if deriv:  # ∂(S_αᵀ𝓕^C_α)/∂q at fixed 𝓕^C (C29), in joint α's frame
-        FC_local = _mv(jnp.swapaxes(A, -1, -2), FC)
-        order = rod.magnus_order
-        res["dq"] = res["dq"] + jnp.sum(jax.vmap(
-            lambda Om, Z, Phi_c, h, f: Z.T @ se3.dexpT_jac(Om, f) @ Z + magnus_dZT(Phi_c, se3.dexpT_apply(Om, f), h, order)
-        )(jt.Omega, jt.Z, rod.Phi_c, rod.h, FC_local), axis=0)  # fmt: skip
+        c0["P"] = zero6n
+        if inertia:
+            c0.update(NC=jnp.zeros((6, 6), dtype), U=zero6n, V=zero6n)
+        if dFext is not None:
+            c0["E"] = zero6n
+    pt = {"F": F[1:]}
+    if need_mass and inertia:
+        pt["M"] = Mk[1:]
+    if Nk is not None:
+        pt["N"] = Nk[1:]
+    if dFext is not None:
+        pt["dF"] = dFext[1:]
+    jq = {k: hist[k] for k in ("R", "Q", "Y") if k in hist}
+    bq = {k: v[:-1] for k, v in XB.items()}
+    xs = (jt.coAd, jt.Ad_inv, jt.S, jt.Omega, jt.Z, rod.Phi_c, rod.h, pt, jq, bq)
+    _, outs = jax.lax.scan(backward, c0, xs, reverse=True)
+    tot = {k: jnp.sum(v, axis=0) for k, v in outs.items()}
     zeros = jnp.zeros((n, n), dtype)
-    M = res.get("M", zeros) if need_mass else None
-    return RNEAResult(res["tau"], M, res.get("dq", zeros) if deriv else None,
-                      res.get("dqd", zeros) if deriv else None)  # fmt: skip
-
-
-def _prefix(x):
-    """Σ_{α<k} x_α for k = 0 .. len(x): the sums at the points (the first is zero), over the leading axis."""
-    c = jnp.cumsum(x, axis=0)
-    return jnp.concatenate([jnp.zeros_like(c[:1]), c], axis=0)
-
-
-def _suffix(x):
-    """Σ_{β≥α} x_β over the leading axis."""
-    return jnp.flip(jnp.cumsum(jnp.flip(x, 0), axis=0), 0)
-
-
-def _mv(M, x):
-    return jnp.einsum("...ij,...j->...i", M, x)
-
-
-def _rows(M):
-    """The 6 rows of columns M (..., 6, m)."""
-    return tuple(M[..., i, :] for i in range(6))
-
-
-def _entries(x):
-    """The 6 entries of vectors x (..., 6), as (..., 1) arrays that broadcast against rows."""
-    return tuple(x[..., i, None] for i in range(6))
-
-
-def _ad_cols(x, M):
-    """ad_x M for twists x (..., 6) and columns M (..., 6, m), as the cross products of ``SE3.ad_rows`` (no 6×6
-    matrix: XLA fuses the products with their neighbours)."""
-    return jnp.stack(SE3.ad_rows(_entries(x), _rows(M)), axis=-2)
-
-
-def _adbar_cols(F, M):
-    """adbar_F M (the columns ad_mᵀ F) for wrenches F (..., 6) and columns M (..., 6, m)."""
-    return jnp.stack(SE3.adbar_rows(_entries(F), _rows(M)), axis=-2)
-
-
-def _ad(x, y):
-    return _ad_cols(x, y[..., None])[..., 0]
-
-
-def _adbar(F, x):
-    return _adbar_cols(F, x[..., None])[..., 0]
+    M = tot.get("M", zeros) if need_mass else None
+    return RNEAResult(tot["tau"], M, tot.get("dq", zeros) if deriv else None,
+                      tot.get("dqd", zeros) if deriv else None)  # fmt: skip
 
 
 def _point_wrenches(Mk, g, eta, etad, grav):
