@@ -10,14 +10,13 @@ For each model and algorithm: jaxse3 per call at batch 1 (``jax.jit``), jaxse3 p
 B (default 1000), and Pinocchio per call (``pin.rnea`` / ``pin.crba`` / ``pin.aba`` from Python, so each call includes
 the ~1 µs binding overhead). Medians of repeated samples with ``block_until_ready``; the jaxse3 cases of one model are
 sampled round-robin (``benchmarks/_timing.py``); compile times are reported separately. Ratios are jaxse3 / Pinocchio
-(> 1: Pinocchio faster). Robots: example-robot-data URDFs loaded with ``jaxse3.rigid.from_urdf`` (the same joint order
-as Pinocchio); the outputs are cross-checked against Pinocchio (column "max rel err").
+(> 1: Pinocchio faster). Robots: example-robot-data URDFs loaded with ``jaxse3.rigid.example_robot`` (the same joint
+order as Pinocchio); the outputs are cross-checked against Pinocchio (column "max rel err").
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import statistics
 import sys
@@ -36,16 +35,7 @@ from _timing import fmt_time, time_group  # noqa: E402
 from jaxse3 import rigid  # noqa: E402
 from jaxse3.rigid import interop  # noqa: E402
 
-ROBOTS = {
-    "UR5": ("ur_description/urdf/ur5_robot.urdf", False),
-    "Panda": ("panda_description/urdf/panda.urdf", False),
-    "HyQ": ("hyq_description/robots/hyq_no_sensors.urdf", True),
-    "Talos": ("talos_data/robots/talos_reduced.urdf", True),
-}
-
-
-def _robot_dir():
-    return importlib.metadata.distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots")
+ROBOTS = {"UR5": "ur5", "Panda": "panda", "HyQ": "hyq", "Talos": "talos"}  # label: jaxse3.rigid.example_robot name
 
 
 def _pin_time(fn, repeats: int, min_sample_s: float = 0.02) -> float:
@@ -106,10 +96,10 @@ def benchmark_models(robots, sizes):
 
     models = []
     for name in robots:
-        rel, fb = ROBOTS[name]
-        path = str(_robot_dir() / rel)
-        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromUrdf(path)
-        models.append((name, rigid.from_urdf(path, floating_base=fb), pm))
+        m, path = rigid.example_robot(ROBOTS[name]), rigid.example_robot_path(ROBOTS[name])
+        free = m.joint_types[0] == "free"
+        pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if free else pin.buildModelFromUrdf(path)
+        models.append((name, m, pm))
     for n in sizes:
         for bf, kind in ((1, "chain"), (2, "tree bf=2")):
             m = _depth_first(rigid.auto_tree(n, bf=bf, seed=0))

@@ -29,7 +29,7 @@ from jaxtyping import Array
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._spatial import skew
 
-__all__ = ["Model", "spatial_inertia", "check_vector", "TreeMatrices", "tree_matrices"]
+__all__ = ["Model", "spatial_inertia", "check_vector", "check_quaternions", "TreeMatrices", "tree_matrices"]
 
 
 class Model(eqx.Module):
@@ -140,7 +140,10 @@ def spatial_inertia(mass, com, inertia_com):
 
 
 def check_vector(fname: str, model: Model, name: str, x, size_name: str):
-    """Trace-time check that ``x`` is a vector of length ``model.nq`` or ``model.nv``; returns it as a float array."""
+    """Trace-time check that ``x`` is a vector of length ``model.nq`` or ``model.nv``; returns it as a float array.
+
+    A vector of length ``nq`` is a configuration: it also gets the run-time check of :func:`check_quaternions`, so
+    every public function that takes a configuration checks its quaternions."""
     size = getattr(model, size_name)
     x = jnp.asarray(x)
     if x.shape != (size,):
@@ -148,7 +151,30 @@ def check_vector(fname: str, model: Model, name: str, x, size_name: str):
                          f"(vmap over batches of states)")  # fmt: skip
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(model.inertias.dtype)
+    if size_name == "nq":
+        x = check_quaternions(fname, model, name, x)
     return x
+
+
+def check_quaternions(fname: str, model: Model, name: str, q: Array) -> Array:
+    """Run-time check that the quaternions of the spherical and free joints in the configuration ``q`` have unit
+    norm, ``|‖quat‖ − 1| ≤ max(1e-6, √ε)`` (1e-6 in float64, 3.5e-4 in float32); returns ``q`` unchanged.
+
+    ``eqx.branched_error_if``: it survives ``jit``, ``vmap`` and autodiff, and its error names the slice of ``q`` and
+    the joint. Non-unit quaternions would otherwise give non-orthogonal rotation matrices and wrong numbers.
+    """
+    quats = [(i, model.q_index[i] + (3 if t == "free" else 0)) for i, t in enumerate(model.joint_types)
+             if t in ("spherical", "free")]  # fmt: skip
+    if not quats:
+        return q
+    starts = np.array([start for _, start in quats])
+    norms = jnp.linalg.norm(q[starts[:, None] + np.arange(4)], axis=1)
+    tol = max(1e-6, float(np.sqrt(np.finfo(q.dtype).eps)))
+    bad = ~(jnp.abs(norms - 1.0) <= tol)  # NaN norms too
+    messages = [f"{fname}: {name}[{start}:{start + 4}], the quaternion (w, x, y, z) of {model.joint_types[i]} joint "
+                f"{model.names[i]!r}, does not have unit norm (tolerance {tol:.1e}); normalise it"
+                for i, start in quats]  # fmt: skip
+    return eqx.branched_error_if(q, jnp.any(bad), jnp.argmax(bad), messages)
 
 
 class TreeMatrices(NamedTuple):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import sys
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -87,6 +91,10 @@ def _replace(old, new):
     return ROBOT.replace(old, new)
 
 
+WHEEL = ('<link name="wheel"><inertial><mass value="0.4"/><origin xyz="0 0 0.01"/>\n'
+         '    <inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial></link>')
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -95,13 +103,74 @@ def _replace(old, new):
         (_replace("</robot>", '<joint name="loop" type="revolute"><parent link="wheel"/><child link="arm"/>'
                   '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'),
          "closed loop: link 'arm' is the child of joints 'shoulder' and 'loop'"),
-        (ROBOT.replace('<link name="wheel"><inertial><mass value="0.4"/><origin xyz="0 0 0.01"/>\n'
-                       '    <inertia ixx="0.002" ixy="0" ixz="0" iyy="0.002" iyz="0" izz="0.003"/></inertial></link>',
-                       '<link name="wheel"/>'),
-         "link 'wheel' moved by joint 'spin' has no inertia"),
         (_replace("</robot>", '<link name="orphan"/></robot>'), "expected one root link"),
+        # non-finite numbers in every place that enters the model
+        (_replace('<origin xyz="0 0 0.3" rpy="0.3 -0.2 0.5"/>', '<origin xyz="0 nan 0.3" rpy="0.3 -0.2 0.5"/>'),
+         "joint 'shoulder' has a non-finite origin xyz"),
+        (_replace('<origin xyz="0 0 0.3" rpy="0.3 -0.2 0.5"/>', '<origin xyz="0 0 0.3" rpy="0.3 inf 0.5"/>'),
+         "joint 'shoulder' has a non-finite origin rpy"),
+        (_replace('<axis xyz="0 1 0"/>', '<axis xyz="0 NaN 0"/>'), "joint 'shoulder' has a non-finite axis"),
+        (_replace('<mass value="1.0"/>', '<mass value="inf"/>'), "link 'arm' has a non-finite mass"),
+        (_replace('ixx="0.01"', 'ixx="nan"'), "link 'arm' has a non-finite inertia"),
+        (_replace('<origin xyz="0.2 0 0" rpy="0.1 0.2 0.3"/>', '<origin xyz="0.2 0 -inf" rpy="0.1 0.2 0.3"/>'),
+         "link 'arm' has a non-finite inertial origin xyz"),
+        # malformed or repeated elements
+        (_replace('<axis xyz="0 1 0"/>', '<axis xyz="0 1"/>'), "joint 'shoulder' could not be parsed: Invalid vector length"),
+        (_replace('<axis xyz="0 1 0"/>', '<axis xyz="0 0 0"/>'), "joint 'shoulder' has a zero axis"),
+        (_replace('<mass value="1.0"/>', '<mass value="one"/>'), "link 'arm' could not be parsed"),
+        (_replace("</robot>", '<link name="arm"/></robot>'), "link 'arm' is defined twice"),
+        (_replace("</robot>", '<joint name="spin" type="fixed"><parent link="arm"/><child link="orphan"/></joint>'
+                  '<link name="orphan"/></robot>'), "joint 'spin' is defined twice"),
+        ("<robot name='empty'></robot>", "the robot has no <link>"),
+        ("<robot name='block'><link name='box'/></robot>", "the robot has no moving joint"),
+        ("<robot name='broken'><link name='box'></robot>", "is not well-formed XML"),
     ],
 )  # fmt: skip
 def test_urdf_errors_name_the_joint_or_link(text, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         rigid.from_urdf(text)
+
+
+def test_link_and_joint_may_share_a_name():
+    """Link 'arm' renamed 'shoulder', the name of the joint that moves it: the same model (bodies named by joints)."""
+    text = ROBOT.replace('<link name="arm">', '<link name="shoulder">').replace('link="arm"', 'link="shoulder"')
+    assert text.count('"shoulder"') == 5  # the link, the joint and three references to the link
+    m, ref = rigid.from_urdf(text), _expected(False)
+    assert m.names == ref.names and m.parents == ref.parents
+    for field in ("joint_placements", "joint_axes", "inertias"):
+        np.testing.assert_allclose(getattr(m, field), getattr(ref, field), atol=1e-15, err_msg=field)
+
+
+def test_massless_links():
+    """A massless link whose children carry inertia is accepted silently (the mass matrix stays positive definite);
+    a joint that moves no inertia at all (massless leaf) is accepted with a warning naming it."""
+    inner = ROBOT.replace('<mass value="1.0"/>', '<mass value="0.0"/>').replace(
+        'ixx="0.01" ixy="0.001" ixz="0" iyy="0.02" iyz="0.002" izz="0.03"', 'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = rigid.from_urdf(inner)
+    q = jit["random_configuration"](m, jax.random.PRNGKey(1))
+    assert np.linalg.eigvalsh(np.asarray(jit["crba"](m, q))).min() > 0
+    with pytest.warns(UserWarning, match=re.escape("joints ['spin'] move no inertia (links ['wheel']")):
+        m = rigid.from_urdf(_replace(WHEEL, '<link name="wheel"/>'))
+    assert m.names == ("shoulder", "slide", "spin")
+
+
+def test_parts_without_dynamics_are_not_parsed():
+    """Malformed geometry, materials, transmissions and simulator tags (which urdf_parser_py rejects as a whole
+    robot) do not stop the import: the model is the same."""
+    extra = ('<material name="metal"><texture/></material>'
+             '<transmission name="t"><joint name="spin"/><actuator name="m"/></transmission>'
+             '<gazebo reference="arm"><mu1>0.5</mu1></gazebo></robot>')  # fmt: skip
+    text = _replace("</robot>", extra).replace(
+        '<link name="sensor">', '<link name="sensor"><visual><geometry><mesh/></geometry><material name="x">'
+        '<texture/></material></visual><collision><geometry><box size="1 2"/></geometry></collision>')
+    m, ref = rigid.from_urdf(text), rigid.from_urdf(ROBOT)
+    assert m.names == ref.names
+    np.testing.assert_array_equal(m.inertias, ref.inertias)
+
+
+def test_missing_parser_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "urdf_parser_py", None)
+    with pytest.raises(ImportError, match=re.escape('pip install "jaxse3[rigid]"')):
+        rigid.from_urdf(ROBOT)
