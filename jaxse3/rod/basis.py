@@ -124,6 +124,8 @@ class UserBasis(StrainBasis):
     def __init__(self, fn: Callable, n_dof: int):
         if not callable(fn):
             raise TypeError(f"UserBasis: 'fn' must be callable (X, length) -> (6, n_dof), got {type(fn).__name__}")
+        if isinstance(n_dof, bool) or not isinstance(n_dof, int) or n_dof < 1:
+            raise ValueError(f"UserBasis: 'n_dof' must be a positive int, got {n_dof!r}")
         self.fn, self.n_dof = fn, int(n_dof)
 
     def __call__(self, X: jax.Array, length: jax.Array) -> jax.Array:

@@ -10,6 +10,9 @@ J_y, J_z (about the section's y and z axes), all densities are diagonal, angular
 
 G = E / (2(1 + ν)) unless G is given; no shear-correction factor and no torsion constant other than the polar moment
 (as in the paper). Every quantity is a JAX array (leaves), so a batch of sections or materials vmaps.
+
+Constructors reject nonsense values (a non-positive size or modulus, ν outside (−1, ½]) with a ValueError naming the
+argument; values traced by ``jit``/``vmap`` are not checked, so construction stays traceable.
 """
 
 from __future__ import annotations
@@ -29,12 +32,28 @@ def _f(x) -> jax.Array:
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
+def check_values(who: str, name: str, value, valid: Callable[[np.ndarray], np.ndarray], expected: str) -> None:
+    """Raise ``ValueError("<who>: '<name>' must be <expected>, got <value>")`` unless every entry of ``value`` is
+    ``valid``. A value traced by ``jit``/``vmap`` (a ``jax.core.Tracer``) cannot be inspected and is not checked."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    v = np.asarray(value, dtype=float)
+    if not np.all(valid(v)):
+        raise ValueError(f"{who}: '{name}' must be {expected}, got {v.item() if v.ndim == 0 else v}")
+
+
+def _positive(v: np.ndarray) -> np.ndarray:
+    return v > 0
+
+
 class CircularSection(eqx.Module):
     """Circular cross-section of radius r(X).
 
     Args:
-        radius: the radius at the base (a number), or a callable ``r(X, length)`` (static; pure JAX) for any profile.
-        radius_tip: optional radius at the tip for a linear taper ``r(X) = r_b + (r_t − r_b) X / L`` (seed 003 CDM).
+        radius: the radius at the base (a number > 0), or a callable ``r(X, length)`` (static; pure JAX) for any
+            profile (:class:`~jaxse3.rod.model.Rod` checks r > 0 at its computational points).
+        radius_tip: optional radius (> 0) at the tip for a linear taper ``r(X) = r_b + (r_t − r_b) X / L`` (seed 003
+            CDM).
     """
 
     radius: jax.Array | None
@@ -47,6 +66,10 @@ class CircularSection(eqx.Module):
                 raise ValueError("CircularSection: give either a callable 'radius' or 'radius_tip', not both")
             self.radius, self.radius_tip, self.profile = None, None, radius
         else:
+            check_values("CircularSection", "radius", radius, _positive, "positive")
+            if radius_tip is not None:
+                check_values("CircularSection", "radius_tip", radius_tip, _positive, "positive (a taper to a point has "
+                             "no stiffness at the tip)")  # fmt: skip
             self.radius, self.profile = _f(radius), None
             self.radius_tip = None if radius_tip is None else _f(radius_tip)
 
@@ -72,13 +95,15 @@ class CircularSection(eqx.Module):
 class RectangularSection(eqx.Module):
     """Rectangular cross-section, ``width`` along the local y axis and ``height`` along z (constant along X).
 
-    A = wh, J_y = w h³/12 (about y), J_z = h w³/12, J_x = J_y + J_z (polar, as in the paper).
+    A = wh, J_y = w h³/12 (about y), J_z = h w³/12, J_x = J_y + J_z (polar, as in the paper). Both sides > 0.
     """
 
     width: jax.Array
     height: jax.Array
 
     def __init__(self, width, height):
+        check_values("RectangularSection", "width", width, _positive, "positive")
+        check_values("RectangularSection", "height", height, _positive, "positive")
         self.width, self.height = _f(width), _f(height)
 
     def moments(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, ...]:
@@ -96,10 +121,11 @@ class Material(eqx.Module):
     """Linear elastic, linearly viscous material (seed 003 §4.4).
 
     Args:
-        E: Young's modulus (Pa). rho: density (kg/m³).
-        nu: Poisson's ratio (used for G = E/(2(1+ν)) when G is not given); default 0.5 (incompressible, as the paper).
-        G: shear modulus (Pa), overrides nu.
-        damping: material damping υ (Pa·s) of eq. (D65); 0 disables damping.
+        E: Young's modulus (Pa), > 0. rho: density (kg/m³), > 0 (a massless rod has a singular mass matrix).
+        nu: Poisson's ratio in (−1, ½] (used for G = E/(2(1+ν)) when G is not given); default 0.5 (incompressible, as
+            the paper).
+        G: shear modulus (Pa), > 0, overrides nu.
+        damping: material damping υ (Pa·s) of eq. (D65), ≥ 0; 0 disables damping.
     """
 
     E: jax.Array
@@ -108,6 +134,13 @@ class Material(eqx.Module):
     damping: jax.Array
 
     def __init__(self, E, rho, nu=0.5, G=None, damping=0.0):
+        check_values("Material", "E", E, _positive, "positive")
+        check_values("Material", "rho", rho, _positive, "positive")
+        if G is None:
+            check_values("Material", "nu", nu, lambda v: (v > -1) & (v <= 0.5), "in (-1, 0.5]")
+        else:
+            check_values("Material", "G", G, _positive, "positive")
+        check_values("Material", "damping", damping, lambda v: v >= 0, "non-negative")
         self.E, self.rho, self.damping = _f(E), _f(rho), _f(damping)
         self.G = self.E / (2 * (1 + _f(nu))) if G is None else _f(G)
 

@@ -6,7 +6,9 @@ collocation points of every interval, the weighted screw inertias 𝓜_k = w_k �
 stiffness K (D64) and damping D (D65), tendon routes d, d′ at the points, contact radii, gravity and the base pose.
 Arrays are leaves and sizes/orders are static, so one ``jit`` serves every rod of the same topology and a batch of
 rods (different materials, geometries, tendon routes of the same count) is one pytree with leading axes for ``vmap``.
-Construction is traceable (``jax.vmap`` of a function building a rod from, e.g., E works).
+Construction is traceable (``jax.vmap`` of a function building a rod from, e.g., E works): nonsense models (a
+non-positive length, section size or modulus, too few Gauss points for the strain basis, non-finite gravity) are
+rejected with a ValueError naming the argument wherever the values are concrete; traced values are not checked.
 
 :func:`cdm_rod` builds the cable-driven manipulator of seed 003 §4.5 (digest §5.1).
 """
@@ -18,10 +20,12 @@ from typing import Callable, Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxse3.rod.basis import LegendreBasis, StrainBasis
+from jaxse3.rod.basis import LegendreBasis, StrainBasis, UserBasis
 from jaxse3.rod.forces import Tendon, cdm_tendons
-from jaxse3.rod.geometry import CircularSection, Material, gauss_points, screw_damping, screw_inertia, screw_stiffness
+from jaxse3.rod.geometry import (CircularSection, Material, check_values, gauss_points, screw_damping, screw_inertia,
+                                 screw_stiffness)  # fmt: skip
 from jaxse3.rod.magnus import collocation_nodes
 
 __all__ = ["Rod", "cdm_rod"]
@@ -33,14 +37,20 @@ class Rod(eqx.Module):
     """One Cosserat rod with a fixed base in the GVS discretisation (seed 003 §2, App. C).
 
     Args:
-        length: L (m).
-        section: a :class:`~jaxse3.rod.geometry.CircularSection` or :class:`~jaxse3.rod.geometry.RectangularSection`.
+        length: L (m), > 0.
+        section: a :class:`~jaxse3.rod.geometry.CircularSection` or :class:`~jaxse3.rod.geometry.RectangularSection`;
+            its area must be positive at every computational point.
         material: a :class:`~jaxse3.rod.geometry.Material`.
         basis: a :class:`~jaxse3.rod.basis.StrainBasis` (e.g. ``LegendreBasis((4, 4, 4, 2, 2, 2))``).
-        n_gauss: number of Gauss points; the rod has ``n_points = n_gauss + 2`` computational points.
+        n_gauss: number of Gauss points; the rod has ``n_points = n_gauss + 2`` computational points. The stiffness
+            K = Σ_k w_k Φ_kᵀ Σ_k Φ_k (D64) has rank at most n_gauss per strain component, so a polynomial basis needs
+            ``n_gauss >= p + 1`` (p: its highest order; the p + 1 modes must be independent on the Gauss points),
+            and a :class:`~jaxse3.rod.basis.UserBasis` must have full column rank on them (checked numerically).
+            With n_gauss = p + 1, Gauss quadrature (exact to degree 2 n_gauss − 1) still integrates Φᵢ Φⱼ exactly
+            for a uniform section.
         magnus_order: 4 (Zanna, C1–C14; default) or 2 (midpoint).
         tendons: a sequence of :class:`~jaxse3.rod.forces.Tendon`.
-        gravity: world gravitational acceleration a_g (3,), default (0, 0, −9.81).
+        gravity: world gravitational acceleration a_g (3,), finite, default (0, 0, −9.81).
         base_pose: world pose of the base frame (4, 4); the rod runs along the base frame's x axis. Default identity.
         xi_star: reference strain ξ*(X): a (6,) constant or a callable ``(X, length) -> (6,)``; default the straight,
             unstretched rod (0, 0, 0, 1, 0, 0).
@@ -82,6 +92,12 @@ class Rod(eqx.Module):
         L = jnp.asarray(length, f)
         if L.shape != ():
             raise ValueError(f"Rod: 'length' must be a scalar, got shape {L.shape}")
+        check_values("Rod", "length", length, lambda v: v > 0, "positive")
+        orders = [o for o in getattr(basis, "orders", ()) if o is not None]  # a polynomial basis
+        if orders and isinstance(n_gauss, int) and n_gauss < max(orders) + 1:
+            raise ValueError(f"Rod: 'n_gauss' must be at least {max(orders) + 1} (highest order + 1) for "
+                             f"{type(basis).__name__}{basis.orders}, got {n_gauss}: with fewer Gauss points the "
+                             "stiffness matrix is singular")  # fmt: skip
         X, w = gauss_points(n_gauss, L)
         h = jnp.diff(X)
         Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
@@ -96,6 +112,16 @@ class Rod(eqx.Module):
 
         self.length, self.X, self.weights, self.h = L, X, w, h
         self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
+        if isinstance(basis, UserBasis) and not isinstance(self.Phi, jax.core.Tracer):
+            rank = np.linalg.matrix_rank(np.asarray(self.Phi[1:-1]).reshape(-1, basis.n_dof))
+            if rank < basis.n_dof:
+                raise ValueError(f"Rod: the UserBasis sampled at the n_gauss = {n_gauss} Gauss points has rank {rank} "
+                                 f"< n_dof = {basis.n_dof}, so the stiffness matrix is singular: increase 'n_gauss' "
+                                 "or use independent basis functions")  # fmt: skip
+        area = section.moments(X, L)[0]
+        if not isinstance(area, jax.core.Tracer) and not bool(jnp.all(area > 0)):
+            raise ValueError(f"Rod: 'section' must have a positive area at every computational point, got A = "
+                             f"{np.asarray(area)} at X = {np.asarray(X)}")  # fmt: skip
         self.xi_star, self.xi_star_c = xs(X), xs(Xc)
         self.inertia = w[:, None, None] * screw_inertia(section, material, X, L)
         wPhi = w[:, None, None] * self.Phi
@@ -105,9 +131,12 @@ class Rod(eqx.Module):
         self.gravity = jnp.asarray(gravity, f)
         if self.gravity.shape != (3,):
             raise ValueError(f"Rod: 'gravity' must have shape (3,), got {self.gravity.shape}")
+        check_values("Rod", "gravity", gravity, np.isfinite, "finite")
         self.base_pose = jnp.eye(4, dtype=f) if base_pose is None else jnp.asarray(base_pose, f)
         if self.base_pose.shape != (4, 4):
             raise ValueError(f"Rod: 'base_pose' must have shape (4, 4), got {self.base_pose.shape}")
+        if base_pose is not None:
+            check_values("Rod", "base_pose", base_pose, np.isfinite, "finite")
         tendons = tuple(tendons)
         if tendons:
             d, dd = zip(*(t.offsets(X, L) for t in tendons))

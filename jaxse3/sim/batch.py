@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxse3.sim.dynamics import batch_axes, simulate, simulate_stack
-from jaxse3.sim.statics import StaticsSolution, solve_statics
+from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
 from jaxse3.sim.system import System
 from jaxse3.sim.trajectory import Trajectory
 
@@ -131,16 +131,26 @@ def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Traject
 
 
 def solve_statics_batch(
-    system: System, u: jax.Array, *, batch_system: bool = False, **kwargs
+    system: System, u: jax.Array | None = None, *, batch_system: bool = False, **kwargs
 ) -> StaticsSolution:
-    """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs (and optionally of systems)."""
-    u = jnp.asarray(u, dtype=float)
-    if u.ndim != 2 or u.shape[1] != system.n_inputs:
-        raise ValueError(f"solve_statics_batch: u must have shape (B, {system.n_inputs}), got {u.shape}")
+    """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
+
+    ``u=None`` gives every member zero inputs (e.g. a batch of rods without tendons, ``batch_system=True``).
+    """
+    if u is not None:
+        u = jnp.asarray(u, dtype=float)
+        if u.ndim != 2 or u.shape[1] != system.n_inputs:
+            raise ValueError(f"solve_statics_batch: u must have shape (B, {system.n_inputs}), got {u.shape}")
+        check_finite("solve_statics_batch", "u", u)
+    elif not batch_system:
+        raise ValueError("solve_statics_batch: nothing is batched; give a (B, n_inputs) u or set batch_system")
+    if kwargs.get("q0") is not None:
+        check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
     return _solve_statics_batch(system, u, batch_system, kwargs)
 
 
 @eqx.filter_jit
 def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
     one = lambda system, u: solve_statics(system, u, **kwargs)  # noqa: E731
-    return eqx.filter_vmap(one, in_axes=(batch_axes(system, batch_system), 0))(system, u)
+    in_axes = (batch_axes(system, batch_system), None if u is None else 0)
+    return eqx.filter_vmap(one, in_axes=in_axes)(system, u)

@@ -2,111 +2,305 @@
 
 The Newton Jacobian ``J = ∂τ/∂q − ∂ID/∂q`` (eq. (13b)) is ``jax.jacfwd`` of the residual, i.e. the system's
 ``custom_jvp`` rules (analytic for a rod); ``jacobian="finite-difference"`` uses forward differences instead (the
-paper's fsolve-without-Jacobian baseline). Large loads are applied in ``load_steps`` equal increments (load
-continuation), each solved by optimistix Newton from the previous equilibrium. Failure is never silent: with
-``throw=True`` optimistix raises; with ``throw=False`` :class:`StaticsSolution` carries the result code, a
+paper's fsolve-without-Jacobian baseline). The Newton iteration uses the termination test of ``optimistix.Newton``
+and its result codes; it is written out here because its first iterate is the continuation predictor and its last
+Jacobian the stability test, so the compiled program evaluates one Jacobian per iteration and traces it once.
+
+Large loads are reached by load continuation: the load factor λ scales every applied load — the inputs u and, for a
+rod system (:func:`~jaxse3.sim.system.rod_system`), gravity and the point wrenches of its
+:class:`~jaxse3.rod.forces.Loads` (contact is a reaction and is not scaled) — and the equilibria ``R(q; λ) = 0`` are
+followed from λ = 0 (where q0, the straight rod by default, is the equilibrium of the unloaded system) to λ = 1. By
+default the increments are chosen adaptively and every step is checked to stay on the branch it started from; the
+fixed mode takes equal increments. Derivatives of the equilibrium (``jax.grad``/``jacfwd`` w.r.t. u or the system's
+parameters) are those of the implicit function theorem at the full load, not of the iterations. Failure is never
+silent: with ``throw=True`` the solve raises; with ``throw=False`` :class:`StaticsSolution` carries the result code, a
 ``converged`` flag and the final residual norm.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optimistix as optx
 
+from jaxse3.rod.forces import Loads
+from jaxse3.rod.model import Rod
 from jaxse3.sim.system import System, finite_difference
 
-__all__ = ["solve_statics", "StaticsSolution"]
+__all__ = ["solve_statics", "StaticsSolution", "StaticsResults"]
+
+#: adaptive continuation: a step is accepted when the Newton correction from the predictor is at most this fraction
+#: of the predicted step (plus the Newton tolerance)
+_BRANCH_TOLERANCE = 0.5
+#: adaptive continuation: the smallest load increment tried before the continuation is declared stalled
+_MIN_INCREMENT = 2.0**-20
+#: adaptive continuation: the most accepted load steps (the length of ``load_fractions``) and attempted steps
+_MAX_LOAD_STEPS = 64
+_MAX_ATTEMPTS = 160
+
+
+class StaticsResults(optx.RESULTS):
+    """The optimistix result codes plus the failure of the adaptive load continuation."""
+
+    load_continuation_stalled = (
+        "The load continuation stalled: the load increment fell below 2^-20 (or the step budget ran out) before the "
+        "full load was reached. Newton failed or jumped to another equilibrium branch at every smaller increment: "
+        "the loading path may pass a limit point (snap-through), or the problem has no solution at the full load. "
+        "The last equilibrium reached is returned; `load_fractions` lists the load factors taken."
+    )
 
 
 class StaticsSolution(eqx.Module):
     """Result of :func:`solve_statics`.
 
     Attributes:
-        q: (n_dof,) equilibrium.
-        result: optimistix result code of the last load step (``optimistix.RESULTS``; 0 = successful).
-        converged: True iff every load step succeeded.
-        residual_norm: ‖R(q)‖∞ at the returned q.
-        num_steps: total Newton iterations over all load steps.
+        q: (n_dof,) equilibrium at the full load when ``converged``; else the adaptive continuation's last
+            equilibrium, or the fixed continuation's last iterate.
+        result: :class:`StaticsResults` code (0 = successful): the first failed load step of a fixed continuation, or
+            why the adaptive continuation stopped.
+        converged: True iff the full load was reached with every Newton solve converged.
+        residual_norm: ‖R(q)‖∞ at the returned q and the full load.
+        num_steps: total Newton iterations, rejected continuation steps included.
         tip: (3,) world position of the tip at q.
+        load_fractions: the load factors λ of the accepted steps in order (the last one is 1 when ``converged``);
+            adaptive: (64,), zero after the ``load_steps_taken`` steps; fixed: (load_steps,) = (1, 2, ...)/load_steps.
+        load_steps_taken: number of accepted load steps.
+        stable: True iff the tangent stiffness ``−∂R/∂q`` at q (at the last Newton iterate, within the tolerance of
+            q) has a positive definite symmetric part (Cholesky). For conservative loads (gravity, dead world
+            wrenches) ``−∂R/∂q`` is the Hessian of the potential energy and this is the stability of the equilibrium;
+            with follower wrenches or tendons it is sufficient for every eigenvalue of ``−∂R/∂q`` to have a positive
+            real part (no divergence instability).
     """
 
     q: jax.Array
-    result: optx.RESULTS
+    result: StaticsResults
     converged: jax.Array
     residual_norm: jax.Array
     num_steps: jax.Array
     tip: jax.Array
+    load_fractions: jax.Array
+    load_steps_taken: jax.Array
+    stable: jax.Array
 
     @property
     def message(self) -> str:
         """Human-readable solver status (outside jit)."""
-        return optx.RESULTS[self.result] or "successful"
+        return StaticsResults[self.result] or "successful"
+
+
+def check_finite(who: str, name: str, x: jax.Array) -> None:
+    """Raise a ValueError naming the argument if a concrete ``x`` has a NaN or Inf (a traced ``x`` is not checked)."""
+    if not isinstance(x, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(x))):
+        raise ValueError(f"{who}: '{name}' must be finite, got {x}")
 
 
 def solve_statics(
     system: System,
-    u: jax.Array,
+    u: jax.Array | None = None,
     q0: jax.Array | None = None,
     *,
     jacobian: str = "analytic",
     rtol: float = 1e-10,
     atol: float = 1e-10,
     max_steps: int = 50,
-    load_steps: int = 1,
+    load_steps: int | None = None,
     throw: bool = True,
 ) -> StaticsSolution:
-    """Solve ``τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) = 0`` for q by Newton (seed 003 eq. (13)).
+    """Solve ``τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) = 0`` for q by Newton with load continuation (seed 003 eq. (13)).
+
+    The load factor λ scales u and, for a rod system, gravity and the applied point wrenches; ``R(q; λ) = 0`` is
+    followed from ``(q0, λ = 0)`` to ``λ = 1``.
+
+    ``load_steps=None`` (default): adaptive continuation. The first step tries the full load, so a moderate load costs
+    one Newton solve. A step from the equilibrium ``q_a`` at ``λ_a`` to ``λ_b = λ_a + Δλ`` runs Newton on
+    ``R(·; λ_b)`` from ``q_a``; its first iterate ``q_p = q_a − J(q_a; λ_b)⁻¹ R(q_a; λ_b)`` is a first-order
+    (tangent) predictor. The step is accepted iff every Newton step is shorter than the one before (q_a lies in the
+    region of quadratic convergence), Newton converges, and the converged ``q_b`` stays near the prediction,
+    ``‖q_b − q_p‖ ≤ ½ ‖q_p − q_a‖ + atol + rtol ‖q_b‖``. Along a smooth branch the correction is O(Δλ²) and the
+    prediction O(Δλ), so small enough steps pass, while Newton runs that wander to another equilibrium branch fail:
+    a single full-load solve of a cantilever under heavy self-weight (qL³/EI = 50) converges to an unstable
+    equilibrium with the tip behind the base, one under a tip force PL²/EI = 10 does not converge; the adaptive
+    continuation reaches the elastica in both, in 3 and 2 steps. An accepted step doubles Δλ (up to the rest of the
+    load), a rejected one halves it; below Δλ = 2⁻²⁰, after 160 attempts or 64 accepted steps the continuation stops
+    with ``StaticsResults.load_continuation_stalled`` and returns the last equilibrium: a load-controlled path cannot
+    pass a limit point (snap-through), where ``J`` is singular.
+
+    ``load_steps=n``: fixed continuation, n equal increments, each solved by Newton from the previous equilibrium with
+    no branch check (with ``n = 1`` a large load can end on a far-away equilibrium: check ``stable``).
 
     Args:
         system: the model.
-        u: (n_inputs,) constant inputs.
-        q0: initial guess (default q = 0: the straight rod).
+        u: (n_inputs,) constant inputs; default zeros (e.g. a rod without tendons). Must be finite.
+        q0: equilibrium of the unloaded system and initial guess (default q = 0: the straight rod). Must be finite.
         jacobian: ``"analytic"`` or ``"finite-difference"`` (forward differences, ε = 1e−6).
-        rtol, atol: optimistix Newton tolerances (on the step in q).
+        rtol, atol: Newton tolerances, the Cauchy termination of ``optimistix.Newton``: stop when
+            ``|Δq_i| < atol + rtol |q_i|`` for every i and ``‖R‖∞ < atol``.
         max_steps: Newton iterations per load step.
-        load_steps: apply u in this many equal increments (load continuation for large loads).
-        throw: raise on failure (optimistix error naming the cause); if False, inspect ``converged``/``result``.
+        load_steps: None (adaptive continuation) or the number of equal load increments.
+        throw: raise on failure (naming the cause); if False, inspect ``converged``/``result``.
+
+    Returns:
+        a :class:`StaticsSolution`, with the load factors taken and whether the equilibrium is ``stable``.
     """
     if jacobian not in ("analytic", "finite-difference"):
         raise ValueError(f"solve_statics: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
-    if load_steps < 1:
-        raise ValueError(f"solve_statics: load_steps must be >= 1, got {load_steps}")
-    u = jnp.asarray(u, dtype=float)
+    if load_steps is not None and not (isinstance(load_steps, int) and load_steps >= 1):
+        raise ValueError(f"solve_statics: load_steps must be None (adaptive) or an int >= 1, got {load_steps!r}")
+    u = jnp.zeros(system.n_inputs) if u is None else jnp.asarray(u, dtype=float)
     if u.shape != (system.n_inputs,):
         raise ValueError(f"solve_statics: u must have shape ({system.n_inputs},), got {u.shape}")
+    check_finite("solve_statics", "u", u)
     n = system.n_dof
     q0 = jnp.zeros(n) if q0 is None else jnp.asarray(q0, dtype=float)
     if q0.shape != (n,):
         raise ValueError(f"solve_statics: q0 must have shape ({n},), got {q0.shape}")
+    check_finite("solve_statics", "q0", q0)
     return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
 
 
-def _residual(q, args):
-    system, u, residual = args
+def _scaled_params(params, lam: jax.Array):
+    """The system parameters with their applied loads scaled by λ: gravity and point wrenches of a rod system."""
+    if not (isinstance(params, tuple) and len(params) == 2 and isinstance(params[0], Rod)):
+        return params
+    rod, loads = params
+    rod = eqx.tree_at(lambda r: r.gravity, rod, lam * rod.gravity)
+    if loads is not None:
+        scale = lambda w: None if w is None else lam * w  # noqa: E731
+        loads = Loads(local=scale(loads.local), world=scale(loads.world), contact=loads.contact)
+    return rod, loads
+
+
+def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual) -> jax.Array:
+    """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a))."""
     z = jnp.zeros_like(q)
-    return residual(system.params, q, z, z, u)
+    return residual(_scaled_params(system.params, lam), q, z, z, lam * u)
+
+
+class _Newton(NamedTuple):
+    q: jax.Array  # the last iterate
+    result: StaticsResults
+    steps: jax.Array  # iterations taken
+    first: jax.Array  # the first iterate: the predictor of a continuation step
+    jacobian: jax.Array  # ∂R/∂q where it was last evaluated (within the tolerance of q when converged)
+
+
+def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> _Newton:
+    """Newton's method on ``fn(q) = 0`` from q0 with the Cauchy termination of ``optimistix.Newton``: stop when
+    ``max_i |Δq_i| / (atol + rtol |q_i|) < 1`` and ``‖fn‖∞ < atol`` at the point the step was taken from (eq. (13b)).
+    ``contractive``: fail (``nonlinear_divergence``) as soon as a step is not shorter than the previous one — q0 is
+    then outside the region of quadratic convergence, where Newton may wander to another root.
+
+    One Jacobian evaluation per iteration (``jax.jacfwd``: the system's derivative rules), which also serves as the
+    continuation predictor and the stability test, so the compiled program traces the Jacobian once.
+    """
+
+    def value_twice(q):
+        r = fn(q)
+        return r, r
+
+    jacobian_and_value = jax.jacfwd(value_twice, has_aux=True)
+
+    def not_done(carry):
+        _, _, steps, done, _, _, _ = carry
+        return ~done & (steps < max_steps)
+
+    def iteration(carry):
+        q, _, steps, _, first, _, last_step = carry
+        J, R = jacobian_and_value(q)
+        dq = jnp.linalg.solve(J, R)
+        q_new, step = q - dq, jnp.max(jnp.abs(dq))
+        result = StaticsResults.where(
+            jnp.all(jnp.isfinite(R)),
+            StaticsResults.where(jnp.all(jnp.isfinite(dq)), StaticsResults.successful, StaticsResults.singular),
+            StaticsResults.nonfinite,
+        )
+        small = (jnp.max(jnp.abs(dq) / (atol + rtol * jnp.abs(q_new))) < 1) & (jnp.max(jnp.abs(R)) < atol)
+        if contractive:
+            result = StaticsResults.where(small | (step < last_step), result, StaticsResults.nonlinear_divergence)
+        done = small | (result != StaticsResults.successful)
+        return q_new, result, steps + 1, done, jnp.where(steps == 0, q_new, first), J, step
+
+    n, inf = q0.shape[0], jnp.asarray(jnp.inf, q0.dtype)
+    init = (q0, StaticsResults.successful, jnp.array(0), jnp.array(False), q0, jnp.zeros((n, n), q0.dtype), inf)
+    q, result, steps, done, first, J, _ = jax.lax.while_loop(not_done, iteration, init)
+    return _Newton(q, StaticsResults.where(done, result, StaticsResults.nonlinear_max_steps_reached), steps, first, J)
 
 
 @eqx.filter_jit
 def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) -> StaticsSolution:
     residual = system.residual if jacobian == "analytic" else finite_difference(system.residual)
-    solver = optx.Newton(rtol=rtol, atol=atol)
+    one = jnp.asarray(1.0, q0.dtype)
+    # the continuation runs on constants: derivatives of the equilibrium (w.r.t. u and the system's parameters) come
+    # from the implicit function theorem at the full load, dq = −(∂R/∂q)⁻¹ (∂R/∂θ) dθ, not through the iterations
+    constants = jax.lax.stop_gradient((system, u, q0))
 
-    def load_step(carry, fraction):
-        q, result, steps = carry
-        sol = optx.root_find(_residual, solver, q, (system, fraction * u, residual), max_steps=max_steps,
-                             throw=False)  # fmt: skip
-        result = optx.RESULTS.where(result == optx.RESULTS.successful, sol.result, result)  # keep the first failure
-        return (sol.value, result, steps + sol.stats["num_steps"]), None
+    def newton(q, lam):
+        return _newton(lambda q: _residual(q, constants[0], constants[1], lam, residual), q, rtol, atol, max_steps,
+                       contractive=load_steps is None)  # fmt: skip
 
-    fractions = jnp.arange(1, load_steps + 1) / load_steps
-    init = (q0, optx.RESULTS.successful, jnp.array(0))
-    (q, result, steps), _ = jax.lax.scan(load_step, init, fractions)
-    ok = result == optx.RESULTS.successful
-    res_norm = jnp.max(jnp.abs(_residual(q, (system, u, system.residual))))
+    if load_steps is None:
+        q, result, steps, fractions, taken, J = _adaptive(newton, constants[2], rtol, atol)
+    else:
+        q, result, steps, fractions, taken, J = _fixed(newton, constants[2], load_steps)
+    q = jax.lax.custom_root(lambda q: _residual(q, system, u, one, residual), q, lambda _, q: q,
+                            lambda linear, rhs: jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs))  # fmt: skip
+    ok = result == StaticsResults.successful
+    res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, system.residual)))
+    stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T))))
     if throw:
         q = result.error_if(q, ~ok)
     return StaticsSolution(q=q, result=result, converged=ok, residual_norm=res_norm, num_steps=steps,
-                           tip=system.tip(q))  # fmt: skip
+                           tip=system.tip(q), load_fractions=fractions, load_steps_taken=taken,
+                           stable=stable)  # fmt: skip
+
+
+def _fixed(newton, q0, load_steps):
+    """``load_steps`` equal increments, each from the previous equilibrium; the first failure is kept."""
+
+    def load_step(carry, lam):
+        q, result, steps, _ = carry
+        sol = newton(q, lam)
+        result = StaticsResults.where(result == StaticsResults.successful, sol.result, result)
+        return (sol.q, result, steps + sol.steps, sol.jacobian), None
+
+    n = q0.shape[0]
+    fractions = jnp.arange(1, load_steps + 1, dtype=q0.dtype) / load_steps
+    init = (q0, StaticsResults.successful, jnp.array(0), jnp.zeros((n, n), q0.dtype))
+    (q, result, steps, J), _ = jax.lax.scan(load_step, init, fractions)
+    return q, result, steps, fractions, jnp.array(load_steps), J
+
+
+def _adaptive(newton, q0, rtol, atol):
+    """Adaptive load continuation with a tangent predictor and a branch check (see :func:`solve_statics`)."""
+    dtype, n = q0.dtype, q0.shape[0]
+
+    def keep_going(carry):
+        lam, dlam, _, _, _, taken, attempts, _ = carry
+        return (lam < 1) & (dlam >= _MIN_INCREMENT) & (attempts < _MAX_ATTEMPTS) & (taken < _MAX_LOAD_STEPS)
+
+    def attempt(carry):
+        lam, dlam, q, steps, fractions, taken, attempts, J = carry
+        lam_b = jnp.where(lam + dlam >= 1, jnp.asarray(1.0, dtype), lam + dlam)
+        sol = newton(q, lam_b)  # its first iterate is the predictor q − J(q; λ_b)⁻¹ R(q; λ_b)
+        correction = jnp.linalg.norm(sol.q - sol.first)
+        tolerance = _BRANCH_TOLERANCE * jnp.linalg.norm(sol.first - q) + atol + rtol * jnp.linalg.norm(sol.q)
+        accept = (sol.result == StaticsResults.successful) & (correction <= tolerance)
+        return (
+            jnp.where(accept, lam_b, lam),
+            jnp.where(accept, jnp.minimum(2 * dlam, 1 - lam_b), 0.5 * dlam),
+            jnp.where(accept, sol.q, q),
+            steps + sol.steps,
+            jnp.where(accept, fractions.at[taken].set(lam_b), fractions),
+            taken + accept,
+            attempts + 1,
+            jnp.where(accept, sol.jacobian, J),
+        )
+
+    init = (jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype), q0, jnp.array(0), jnp.zeros(_MAX_LOAD_STEPS, dtype),
+            jnp.array(0), jnp.array(0), jnp.zeros((n, n), dtype))  # fmt: skip
+    lam, _, q, steps, fractions, taken, _, J = jax.lax.while_loop(keep_going, attempt, init)
+    result = StaticsResults.where(lam >= 1, StaticsResults.successful, StaticsResults.load_continuation_stalled)
+    return q, result, steps, fractions, taken, J

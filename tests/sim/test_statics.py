@@ -1,11 +1,12 @@
 """Statics: Newton on τ(q, 0, u) − ID(q, 0, 0) = 0 (seed 003 eq. (13)) against independent solutions."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
 
-from jaxse3.sim import solve_statics, solve_statics_batch
+from jaxse3.sim import solve_statics, solve_statics_batch, stack
 from tests.sim import standin
 
 U = jnp.array([1.0, -0.5])
@@ -27,25 +28,87 @@ def test_linear_statics_is_exact():
     assert bool(sol.converged) and sol.message == "successful"
 
 
-@pytest.mark.parametrize("jacobian, load_steps", [("analytic", 1), ("finite-difference", 1), ("analytic", 3)])
+@pytest.mark.parametrize("jacobian, load_steps", [("analytic", None), ("finite-difference", None), ("analytic", 1),
+                                                  ("finite-difference", 1), ("analytic", 3)])  # fmt: skip
 def test_nonlinear_statics_matches_reference(jacobian, load_steps):
     s = standin.make(g=1.5)
     sol = solve_statics(s, 3 * U, jacobian=jacobian, load_steps=load_steps)
-    assert bool(sol.converged)
+    assert bool(sol.converged) and bool(sol.stable)
     assert float(sol.residual_norm) < 1e-10
     np.testing.assert_allclose(sol.q, _reference(s, 3 * U), rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(sol.tip, [s.n_dof, sol.q[-1], 0.0])
-    assert int(sol.num_steps) >= load_steps
+    taken = int(sol.load_steps_taken)
+    assert int(sol.num_steps) >= taken and float(sol.load_fractions[taken - 1]) == 1.0
+    if load_steps is None:  # a moderate load: the full-load step is on the branch
+        assert taken == 1
+    else:
+        assert taken == load_steps
+        np.testing.assert_allclose(sol.load_fractions, np.arange(1, load_steps + 1) / load_steps)
 
 
 def test_newton_failure_is_reported():
     s = standin.make(g=1.0, stiffness=0.0)  # B u − sin q = 0 has no root when |B u| > 1
     u = jnp.array([10.0, 10.0])
-    sol = solve_statics(s, u, throw=False, max_steps=20)
+    sol = solve_statics(s, u, throw=False, max_steps=20, load_steps=1)
     assert not bool(sol.converged)
     assert "maximum number of steps" in sol.message
     with pytest.raises(Exception, match="maximum number of steps"):
+        solve_statics(s, u, max_steps=20, load_steps=1)
+
+
+def test_continuation_stalls_at_the_limit_point():
+    """B λu = sin q: the branch from q = 0 ends at the fold λ* = 1/max|B u| (where sin q_i = 1); the adaptive
+    continuation approaches it, says that it stalled and returns the last equilibrium."""
+    s = standin.make(g=1.0, stiffness=0.0)
+    u = jnp.array([10.0, 10.0])
+    fold = 1 / np.max(np.abs(np.asarray(s.params.B) @ np.asarray(u)))
+    sol = solve_statics(s, u, throw=False, max_steps=20)
+    assert not bool(sol.converged) and "load continuation stalled" in sol.message
+    taken = int(sol.load_steps_taken)
+    lam = np.asarray(sol.load_fractions[:taken])
+    assert np.all(np.diff(lam) > 0) and 0.999 * fold < lam[-1] <= fold
+    np.testing.assert_allclose(np.sin(sol.q), lam[-1] * np.asarray(s.params.B) @ np.asarray(u), atol=1e-10)
+    with pytest.raises(Exception, match="load continuation stalled"):
         solve_statics(s, u, max_steps=20)
+
+
+def test_stability_flag_matches_the_tangent_stiffness():
+    """K q + g sin q = 0 with g ≫ ‖K‖ has the stable root q = 0 and roots near q_i ≈ 3.4 where −∂R/∂q =
+    K + g diag(cos q) is negative definite (the pendulums stand nearly upright); ``stable`` is checked against
+    numpy's eigenvalues."""
+    s = standin.make(g=30.0)
+    K, g = np.asarray(s.params.K), float(s.params.g)
+    for q0, expected in ((0.1 * jnp.ones(4), True), (jnp.full(4, 3.3), False)):
+        sol = solve_statics(s, jnp.zeros(2), q0=q0, load_steps=1)
+        assert bool(sol.converged) and bool(sol.stable) == expected
+        assert (np.linalg.eigvalsh(K + g * np.diag(np.cos(np.asarray(sol.q))))[0] > 0) == expected
+
+
+@pytest.mark.parametrize("load_steps", [None, 3])
+def test_derivatives_are_those_of_the_equilibrium(load_steps):
+    """Implicit function theorem at the full load, whatever the path: ∂q/∂u = (K + g diag cos q)⁻¹ B, in reverse and
+    forward mode, under vmap; q does not depend on the initial guess."""
+    s = standin.make(g=1.5)
+    K, B, g = (np.asarray(x) for x in (s.params.K, s.params.B, s.params.g))
+    q = lambda u: solve_statics(s, u, load_steps=load_steps).q  # noqa: E731
+    expected = np.linalg.solve(K + g * np.diag(np.cos(np.asarray(q(3 * U)))), B)
+    np.testing.assert_allclose(jax.jacrev(q)(3 * U), expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jax.jacfwd(q)(3 * U), expected, rtol=1e-10, atol=1e-12)
+    batched = jax.vmap(jax.jacrev(q))(jnp.stack([3 * U, 3 * U]))
+    np.testing.assert_allclose(batched[1], expected, rtol=1e-10, atol=1e-12)
+    dq_dq0 = jax.jacrev(lambda q0: solve_statics(s, 3 * U, q0=q0, load_steps=load_steps).q)(jnp.zeros(4))
+    np.testing.assert_array_equal(dq_dq0, 0.0)
+
+
+def test_batch_of_systems_without_inputs():
+    """u defaults to zeros, also for a batch of systems; the inputs-only batch still needs a (B, n_inputs) u."""
+    members = [standin.make(g=g, n_inputs=0) for g in (0.5, 1.5)]
+    batch = solve_statics_batch(stack(members), batch_system=True, q0=jnp.ones(4))
+    for i, m in enumerate(members):
+        np.testing.assert_allclose(batch.q[i], solve_statics(m, q0=jnp.ones(4)).q, atol=1e-12)
+        np.testing.assert_allclose(batch.q[i], 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="nothing is batched"):
+        solve_statics_batch(members[0])
 
 
 def test_batch_statics_equals_loop():
@@ -65,6 +128,17 @@ def test_bad_arguments():
         solve_statics(s, U, jacobian="numeric")
     with pytest.raises(ValueError, match=r"q0 must have shape \(4,\)"):
         solve_statics(s, U, q0=jnp.zeros(2))
+    with pytest.raises(ValueError, match="solve_statics: 'u' must be finite"):
+        solve_statics(s, jnp.array([1.0, jnp.nan]))
+    with pytest.raises(ValueError, match="solve_statics: 'q0' must be finite"):
+        solve_statics(s, U, q0=jnp.array([0.0, jnp.inf, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="solve_statics_batch: 'u' must be finite"):
+        solve_statics_batch(s, jnp.array([[1.0, 0.0], [jnp.nan, 0.0]]))
+    with pytest.raises(ValueError, match="solve_statics_batch: 'q0' must be finite"):
+        solve_statics_batch(s, jnp.zeros((2, 2)), q0=jnp.full(4, jnp.nan))
+    for bad in (0, 2.0):
+        with pytest.raises(ValueError, match="load_steps must be None"):
+            solve_statics(s, U, load_steps=bad)
 
 
 # ------------------------------------------------------------------------------------------------ the seed 003 CDM

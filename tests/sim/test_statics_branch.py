@@ -1,0 +1,102 @@
+"""Large-deformation statics of a GVS cantilever (seed 003 eq. (13)) against the elastica: the default adaptive load
+continuation stays on the branch that grows from the straight rod, where a single full-load Newton solve does not.
+
+The rod is slender (r/L = 0.005: EA L²/EI = 1.6e5), so the extensible, shearable Cosserat rod is within ~3e-4 L of the
+inextensible elastica; Legendre order 8 in bending resolves the curvature. The oracle is the elastica boundary-value
+problem solved with scipy: θ(0) = 0, θ'(L) = 0 and, in s̄ = s/L with θ measured from the x axis (up positive),
+
+* self-weight q: θ'' = α (1 − s̄) cos θ, α = qL³/EI;
+* tip load P: θ'' = k cos θ, k = PL²/EI (Bisshopp & Drucker 1945: δ/L = 0.8106 at k = 10).
+
+One rod structure (a world tip wrench and gravity, either of them zero) serves both load cases, so each load-step
+mode compiles once.
+"""
+
+import functools
+
+import numpy as np
+from scipy.integrate import solve_bvp
+
+from jaxse3 import rod as R
+from jaxse3.sim import rod_system, solve_statics
+
+LENGTH, RADIUS, E, RHO = 1.0, 0.005, 1e7, 1000.0
+EI = E * np.pi * RADIUS**4 / 4
+WEIGHT = RHO * np.pi * RADIUS**2  # mass per length
+TOLERANCE = 1e-3  # of L; measured 2.7e-4 (self-weight) and 1.1e-4 (tip load), the rod's extensibility
+
+
+def elastica_tip(load: str, alpha: float) -> np.ndarray:
+    """(x, z)/L of the tip of the inextensible elastica cantilever along +x, load along −z."""
+
+    def rhs(s, y):
+        theta, dtheta, _, _ = y
+        w = 1 - s if load == "weight" else np.ones_like(s)
+        return np.vstack([dtheta, alpha * w * np.cos(theta), np.cos(theta), np.sin(theta)])
+
+    s = np.linspace(0.0, 1.0, 101)
+    guess = np.vstack([np.zeros_like(s), np.zeros_like(s), s, np.zeros_like(s)])
+    sol = solve_bvp(rhs, lambda a, b: np.array([a[0], b[1], a[2], a[3]]), s, guess, tol=1e-10, max_nodes=100000)
+    assert sol.status == 0
+    return sol.y[2:, -1]
+
+
+@functools.lru_cache(maxsize=None)
+def cantilever(load: str, alpha: float):
+    """A uniform rod along world x, clamped at the origin, under self-weight (qL³/EI = α) or a tip force
+    (PL²/EI = α) along world −z."""
+    gravity = alpha * EI / (WEIGHT * LENGTH**3) if load == "weight" else 0.0
+    rod = R.Rod(LENGTH, R.CircularSection(RADIUS), R.Material(E, RHO, nu=0.5), R.LegendreBasis((2, 8, 2, 2, 2, 2)),
+                n_gauss=9, gravity=(0.0, 0.0, -gravity))  # fmt: skip
+    force = alpha * EI / LENGTH**2 if load == "tip" else 0.0
+    return rod_system(rod, R.Loads.at_tip(rod, [0.0, 0.0, 0.0, 0.0, 0.0, -force]))
+
+
+def _tip_xz(sol) -> np.ndarray:
+    return np.asarray(sol.tip)[[0, 2]] / LENGTH
+
+
+def test_elastica_oracle_reproduces_bisshopp_drucker():
+    np.testing.assert_allclose(elastica_tip("tip", 10.0), [0.4450, -0.8106], atol=1e-4)
+
+
+def test_heavy_self_weight_finds_the_elastica_branch():
+    """qL³/EI = 50: a single full-load Newton solve from straight converges to a far-away unstable equilibrium (the
+    tip behind the base); the default continuation reaches the elastica, the same as 50 equal load steps."""
+    system = cantilever("weight", 50.0)
+    assert system.n_inputs == 0  # u defaults to zeros
+    sol = solve_statics(system)
+    assert bool(sol.converged) and bool(sol.stable) and float(sol.residual_norm) < 1e-10
+    np.testing.assert_allclose(_tip_xz(sol), elastica_tip("weight", 50.0), atol=TOLERANCE)
+    taken = int(sol.load_steps_taken)
+    fractions = np.asarray(sol.load_fractions)
+    assert 1 < taken < 10 and fractions[taken - 1] == 1.0 and np.all(np.diff(fractions[:taken]) > 0)
+    assert np.all(fractions[taken:] == 0)
+
+    fine = solve_statics(system, load_steps=50)
+    assert bool(fine.converged) and bool(fine.stable)
+    np.testing.assert_allclose(fine.q, sol.q, atol=1e-8)
+
+    single = solve_statics(system, load_steps=1, throw=False)
+    assert bool(single.converged) and not bool(single.stable)
+    assert np.max(np.abs(_tip_xz(single) - _tip_xz(sol))) > 0.5
+
+
+def test_tip_load_finds_the_elastica_branch():
+    """PL²/EI = 10: a single full-load Newton solve from straight fails; the default continuation reaches the
+    elastica (Bisshopp & Drucker)."""
+    system = cantilever("tip", 10.0)
+    sol = solve_statics(system)
+    assert bool(sol.converged) and bool(sol.stable) and float(sol.residual_norm) < 1e-10
+    np.testing.assert_allclose(_tip_xz(sol), elastica_tip("tip", 10.0), atol=TOLERANCE)
+    assert int(sol.load_steps_taken) > 1
+    single = solve_statics(system, load_steps=1, throw=False)
+    assert not bool(single.converged) and "maximum number of steps" in single.message
+
+
+def test_small_load_takes_one_step():
+    """PL²/EI = 0.1, nearly linear: the full-load step is accepted; the tip deflection is the elastica's (≈ PL³/3EI)."""
+    sol = solve_statics(cantilever("tip", 0.1))
+    assert bool(sol.converged) and int(sol.load_steps_taken) == 1
+    np.testing.assert_allclose(_tip_xz(sol), elastica_tip("tip", 0.1), atol=1e-5)
+    assert abs(float(_tip_xz(sol)[1]) + 0.1 / 3) < 1e-3
