@@ -2,9 +2,17 @@
 
 Public modules: :mod:`jaxse3.so3`, :mod:`jaxse3.se3` (closed-form maps with analytical derivatives registered as
 ``jax.custom_jvp`` rules), :mod:`jaxse3.approx` (k-th order local approximations), :mod:`jaxse3.lie.coefficients`.
+
+Importing jaxse3 turns on JAX's persistent compilation cache in ``~/.cache/jaxse3`` (``JAXSE3_CACHE``: another
+directory, or ``0`` for none) and lowers batched LU/Cholesky/triangular solves on CPU without jaxlib's LAPACK batch
+path, which can deadlock (``JAXSE3_BATCHED_LINALG=0`` to keep it); see :mod:`jaxse3._runtime`.
 """
 
-from jaxse3.lie import approx, se3, so3
+from jaxse3 import _runtime
+
+_runtime.configure()
+
+from jaxse3.lie import approx, se3, so3  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["approx", "se3", "so3", "__version__"]

@@ -26,7 +26,8 @@ a mass-dominated J (small h, e.g. a soft rod), most steps cost a few residuals a
 Jacobian evaluations are counted in the solver state (:func:`jaxse3.integrate.newton_statistics` reads them); a step
 that does not converge within ``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises
 (or reports it with ``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by Newton
-(checked with ``eqx.error_if``).
+(when it does not converge, q̈_0 is NaN and the first step fails with a result code, so that ``throw=False``
+reports the failure instead of raising).
 
 **Block systems.** ``q`` may also be a stack ``(B, n)`` of B independent systems on one time grid (e.g. a batch of
 rods): the residual maps ``(B, n)`` arrays to ``(B, n)``, the term's ``jacobian`` (required then) returns blocks
@@ -149,7 +150,7 @@ class Newmark(AbstractSolver):
         q0, qd0 = y0
         h = t1 - t0
         sol = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
-        qdd0 = eqx.error_if(sol.x, ~sol.converged, "Newmark.init: Newton for the initial acceleration did not converge")
+        qdd0 = jnp.where(sol.converged, sol.x, jnp.nan)  # a failed start fails the first step (a result code)
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(qdd0, zero, zero, zero, None)

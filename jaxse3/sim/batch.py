@@ -41,7 +41,7 @@ def simulate_batch(
     batch_inputs: bool = True,
     q0: jax.Array | None = None,
     batch_q0: bool = False,
-    chunk_size: int | None = 8,
+    chunk_size: int | None = None,
     **kwargs,
 ) -> Trajectory:
     """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
@@ -52,9 +52,9 @@ def simulate_batch(
             B constant inputs).
         q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
         chunk_size: members simulated together: the batch runs as ``jax.lax.map(..., batch_size=chunk_size)``, a
-            loop over vmapped chunks (``None``: one vmap over the whole batch). Chunks keep each member's
-            intermediates in cache, and they avoid a hang of the XLA CPU runtime (jax 0.10.2, 2 cores: all threads
-            idle, never returns) that we reproduced for the implicit solvers with a single vmap of 16 or more CDM rods.
+            loop over vmapped chunks (default ``None``: one vmap over the whole batch). Chunks bound the memory of
+            the intermediates; they are not needed for correctness (batched factorisations never reach jaxlib's
+            blocking LAPACK batch kernels, see :mod:`jaxse3._batched_linalg`).
             With ``solver="newmark"`` the members of a chunk (``None``: of the whole batch) are integrated as one
             stack of systems on the shared fixed time grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under
             ``vmap``, so that the modified Newton iteration keeps one scalar Jacobian-refresh decision per chunk.

@@ -30,8 +30,10 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
+import numpy as np
 import optimistix as optx
 
+from jaxse3._compile import Compiled, compile_report
 from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
@@ -146,16 +148,6 @@ def _stacked(fn: Callable, axes) -> Callable:
     return stacked
 
 
-def _progress_meter(progress: bool) -> diffrax.AbstractProgressMeter:
-    if not progress:
-        return diffrax.NoProgressMeter()
-    try:
-        import tqdm  # noqa: F401
-    except ImportError:  # pragma: no cover - tqdm is a dependency, but stay usable without it
-        return diffrax.TextProgressMeter()
-    return diffrax.TqdmProgressMeter()
-
-
 def simulate(
     system: System,
     inputs=None,
@@ -227,10 +219,13 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
         raise ValueError(f"{who}: solver must be one of {SOLVERS}, got {solver!r}")
     if jacobian not in ("analytic", "finite-difference"):
         raise ValueError(f"{who}: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
-    if not isinstance(t_final, jax.core.Tracer) and not t_final > 0:  # traced under simulate_batch: checked there
-        raise ValueError(f"{who}: t_final must be positive, got {t_final}")
-    if n_save < 2:
-        raise ValueError(f"{who}: n_save must be >= 2, got {n_save}")
+    for name, v in (("t_final", t_final), ("rtol", rtol), ("atol", atol), ("dt", dt), ("dt0", dt0)):
+        if v is not None and _concrete(v) and not (jnp.ndim(v) == 0 and np.isfinite(v) and v > 0):
+            raise ValueError(f"{who}: {name} must be positive and finite, got {v}")
+    if not (isinstance(n_save, int) and n_save >= 2):
+        raise ValueError(f"{who}: n_save must be an int >= 2, got {n_save!r}")
+    if not (isinstance(max_steps, int) and max_steps >= 1):
+        raise ValueError(f"{who}: max_steps must be a positive int, got {max_steps!r}")
     n = system.n_dof
     shape = (n,) if stack is None else (jnp.shape(q0)[0], n)
     q0 = jnp.zeros(shape) if q0 is None else jnp.asarray(q0, dtype=float)
@@ -238,6 +233,8 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
     for name, v in (("q0", q0), ("qd0", qd0)):
         if v.shape != shape:
             raise ValueError(f"{who}: {name} must have shape {shape}, got {v.shape}")
+        if _concrete(v) and not np.all(np.isfinite(v)):
+            raise ValueError(f"{who}: {name} has non-finite entries (NaN or inf)")
     if stack is not None and stack[1]:  # one input specification per member
         inputs = eqx.filter_vmap(lambda u: as_input(u, system.n_inputs))(inputs)
     else:
@@ -246,40 +243,226 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
-    return _simulate(system, inputs, axes, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps,
-                     progress, throw)  # fmt: skip
+    cfg = _Config(solver, jacobian, max_steps)
+    return _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg, progress, throw, who)
 
 
-@eqx.filter_jit
-def _simulate(system, inputs, axes, q0, qd0, t_final, solver, jacobian, rtol, atol, dt0, dt, n_save, max_steps,
-              progress, throw) -> Trajectory:  # fmt: skip
-    ts = jnp.linspace(0.0, t_final, n_save)
-    meter = _progress_meter(progress)
-    fd_jac = finite_difference if jacobian == "finite-difference" else (lambda f: f)
-    if solver == "newmark":
+def _concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+class _RememberStep(diffrax.AbstractAdaptiveStepSizeController):
+    """A :class:`diffrax.PIDController` that also keeps the step it proposed last, so that the next segment of a
+    segmented simulation starts with it (the segment's own last step is clipped to the segment's end)."""
+
+    inner: diffrax.PIDController
+
+    @property
+    def rtol(self):
+        return self.inner.rtol
+
+    @property
+    def atol(self):
+        return self.inner.atol
+
+    @property
+    def norm(self):
+        return self.inner.norm
+
+    def wrap(self, direction):
+        return _RememberStep(self.inner.wrap(direction))
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        tnext, state = self.inner.init(terms, t0, t1, y0, dt0, args, func, error_order)
+        return tnext, (state, tnext - t0)
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state):
+        keep, tprev, tnext, jump, state, result = self.inner.adapt_step_size(
+            t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state[0])
+        return keep, tprev, tnext, jump, (state, tnext - tprev), result
+
+    def clip_to_end(self, *args):  # pragma: no cover - not used for ODEs
+        return self.inner.clip_to_end(*args)
+
+
+class _Config(eqx.Module):
+    """The compile-time choices of one simulation."""
+
+    solver: str = eqx.field(static=True)
+    jacobian: str = eqx.field(static=True)
+    max_steps: int = eqx.field(static=True)
+
+
+class _Carry(eqx.Module):
+    """What one segment hands to the next: the state, the integrator's and step controller's states, the next step,
+    the result code so far and the steps taken so far."""
+
+    y: Any
+    solver_state: Any
+    controller_state: Any
+    made_jump: jax.Array
+    dt: jax.Array
+    result: jax.Array  # int32 code of diffrax.RESULTS
+    num_steps: jax.Array
+
+
+def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
+    """(term, method, step controller, args) of one simulation."""
+    fd_jac = finite_difference if cfg.jacobian == "finite-difference" else (lambda f: f)
+    if cfg.solver == "newmark":
         if axes is None:
             term = SecondOrderResidualTerm(_residual)
         else:
             term = SecondOrderResidualTerm(_stacked(_residual, axes), _stacked(_residual_jacobians, axes))
         method = Newmark(beta=0.25, gamma=0.5, iteration="modified")
-        args, dt0, controller = (system, inputs, fd_jac(system.residual)), dt, diffrax.ConstantStepSize()
-    else:
-        method = _ADAPTIVE[solver]()
-        if isinstance(method, diffrax.AbstractImplicitSolver):
-            method = type(method)(root_finder=diffrax.with_stepsize_controller_tols(StepChord)())
-        term = diffrax.ODETerm(_vector_field)
-        args, controller = (system, inputs, fd_jac(system.forward_dynamics)), diffrax.PIDController(rtol=rtol, atol=atol)
-    sol = diffrax.diffeqsolve(term, method, 0.0, t_final, dt0, (q0, qd0), args=args, saveat=diffrax.SaveAt(ts=ts),
-                              stepsize_controller=controller, max_steps=max_steps, progress_meter=meter, throw=throw)
-    (q, qd), num_steps = sol.ys, sol.stats["num_steps"]
+        return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.residual))
+    method = _ADAPTIVE[cfg.solver]()
+    if isinstance(method, diffrax.AbstractImplicitSolver):
+        method = type(method)(root_finder=diffrax.with_stepsize_controller_tols(StepChord)())
+    controller = _RememberStep(diffrax.PIDController(rtol=rtol, atol=atol))
+    return diffrax.ODETerm(_vector_field), method, controller, (system, inputs, fd_jac(system.forward_dynamics))
+
+
+def _start(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg: _Config):
+    """The carry at t = 0 (the integrator's and step controller's initial states, as ``diffeqsolve`` makes them),
+    the points at q0 and the inputs at the output times."""
+    term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
+    y0, t0, t_final = (q0, qd0), ts[0], ts[-1]
+    controller = controller.wrap(1)
+    first = dt if cfg.solver == "newmark" else dt0
+    tnext, cstate = controller.init(term, t0, t_final, y0, first, args, method.func, method.error_order(term))
+    tnext = jnp.minimum(tnext, t_final)
+    sstate = method.init(term, t0, tnext, y0, args)
+    zero = jnp.asarray(0, jnp.int32)
+    # every leaf an array (diffrax keeps some flags as Python bools until a step has run), so that the carry has one
+    # signature before and after a segment
+    carry = jax.tree.map(jnp.asarray, _Carry(y0, sstate, cstate, False, tnext - t0, zero, zero))
     if axes is None:
-        return _trajectory(system, inputs, ts, q, qd, num_steps)
-    one = lambda system, inputs, q, qd: _trajectory(system, inputs, ts, q, qd, num_steps)  # noqa: E731
-    return eqx.filter_vmap(one, in_axes=(*axes, 1, 1))(system, inputs, q, qd)  # stack axis 1 of (T, B, n)
+        u = jax.vmap(inputs)(ts)
+    else:
+        u = eqx.filter_vmap(lambda inputs: jax.vmap(inputs)(ts), in_axes=(axes[1],), out_axes=0)(inputs)
+    return carry, _points(system, axes, q0[None])[0], u
 
 
-def _trajectory(system: System, inputs: Callable, ts, q, qd, num_steps) -> Trajectory:
-    points = jax.vmap(lambda q: system.points(system.params, q))(q)
-    return Trajectory(t=ts, q=q, qd=qd, u=jax.vmap(inputs)(ts), points=points, tip=points[:, -1], num_steps=num_steps)
+def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
+    """Integrate from ``ts[0]`` to ``ts[-1]``, continuing ``carry``, and return the new carry and ``(q, q̇, u,
+    points)`` at ``ts[1:]`` (NaN after a failure). No host callback: the program can enter the persistent cache."""
+    term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
+    saveat = diffrax.SaveAt(ts=ts[1:], solver_state=True, controller_state=True, made_jump=True)
+    sol = diffrax.diffeqsolve(term, method, ts[0], ts[-1], carry.dt, carry.y, args=args, saveat=saveat,
+                              stepsize_controller=controller, max_steps=cfg.max_steps, throw=False,
+                              solver_state=carry.solver_state, controller_state=carry.controller_state,
+                              made_jump=carry.made_jump)  # fmt: skip
+    steps = carry.num_steps + sol.stats["num_steps"]
+    code = jnp.where(steps > cfg.max_steps, diffrax.RESULTS.max_steps_reached._value, sol.result._value)
+    failed_before = carry.result != 0
+    result = jnp.where(failed_before, carry.result, code).astype(jnp.int32)
+    # diffrax leaves the outputs a failed solve did not reach infinite; they become NaN (and all of a later segment)
+    q, qd = jax.tree.map(lambda x: jnp.where(failed_before | ~jnp.isfinite(x), jnp.nan, x), sol.ys)
+    dt = carry.dt if cfg.solver == "newmark" else sol.controller_state[1]
+    new = jax.tree.map(jnp.asarray, _Carry((q[-1], qd[-1]), sol.solver_state, sol.controller_state, sol.made_jump, dt, result, steps))
+    new = jax.tree.map(lambda a, b: jnp.where(failed_before, a, b), carry, new)  # nothing changes after a failure
+    return new, (q, qd, _points(system, axes, q))
 
 
+def _points(system, axes, q):
+    """World centreline points (T, [B,] n_points, 3) of a motion q (T, [B,] n)."""
+    if axes is None:
+        return jax.vmap(lambda q: system.points(system.params, q))(q)
+    one = lambda system, q: jax.vmap(lambda q: system.points(system.params, q))(q)  # noqa: E731
+    return eqx.filter_vmap(one, in_axes=(axes[0], 1), out_axes=1)(system, q)
+
+
+def _describe(system, inputs, axes, *rest) -> str:
+    cfg = rest[-1]
+    stack = "" if axes is None else ", a stack of systems"
+    return f"{cfg.solver}, {system.n_dof} DoF{stack}"
+
+
+_START = Compiled(_start, "simulate: initial state", _describe, cacheable=True)
+_SEGMENT = Compiled(_segment, "simulate", _describe, cacheable=True)
+
+
+def segment_length(n_save: int, max_segments: int = 20) -> int:
+    """Output intervals per segment: the smallest divisor of ``n_save − 1`` that gives at most ``max_segments``
+    segments (so every segment has the same shape and one compiled program serves them all)."""
+    n = n_save - 1
+    return next(d for d in range(1, n + 1) if n % d == 0 and n // d <= max_segments)
+
+
+def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg: _Config, progress: bool,
+         throw: bool, who: str) -> Trajectory:  # fmt: skip
+    """Integrate segment by segment. Called with concrete arrays, the segments are driven from Python (a progress
+    bar between them; the compiled programs hold no host callback, so they enter JAX's persistent cache); inside a
+    trace (``jit``/``vmap``/``grad`` of the caller) the same segments run in a ``lax.scan``."""
+    ts = jnp.linspace(0.0, t_final, n_save)
+    m = segment_length(n_save)
+    windows = ts[jnp.arange(0, n_save - 1, m)[:, None] + jnp.arange(m + 1)]  # (segments, m + 1)
+    leaves = jax.tree.leaves((system, inputs, q0, qd0, t_final, rtol, atol, dt0, dt))
+    traced = any(isinstance(x, jax.core.Tracer) for x in leaves)
+    with compile_report("simulate", _describe(system, inputs, axes, cfg)):
+        carry, points0, u = _START(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg)
+        if traced:
+            segment = lambda c, w: _segment(system, inputs, axes, c, w, rtol, atol, cfg)  # noqa: E731
+            carry, outs = jax.lax.scan(segment, carry, windows)
+            q, qd, points = (jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
+                             for a, b in zip((q0, qd0, points0), outs))  # fmt: skip
+            return _assemble(axes, ts, q, qd, u, points, carry.num_steps, carry.result)
+        u_host = np.asarray(u)
+        bad = ~np.isfinite(u_host).reshape(u_host.shape[0], -1).all(axis=1)
+        if axes is None and bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError(f"{who}: inputs are non-finite at t = {float(ts[k]):g} s: u = {u_host[k]}")
+        _SEGMENT.compiled(system, inputs, axes, carry, windows[0], rtol, atol, cfg)  # before the bar appears
+        outs = [[np.asarray(x)[None] for x in (q0, qd0, points0)]]
+        bar = _progress_bar(progress, float(t_final))
+        try:
+            for w in windows:
+                carry, out = _SEGMENT(system, inputs, axes, carry, w, rtol, atol, cfg)
+                outs.append([np.asarray(x) for x in out])
+                if bar is not None:
+                    bar.update(float(w[-1] - w[0]))
+                if int(carry.result) != 0:
+                    break  # a run stopped early: the samples it did not reach stay NaN
+        finally:
+            if bar is not None:
+                bar.close()
+    q, qd, points = (np.concatenate(x) for x in zip(*outs))
+    q, qd, points = (np.concatenate([x, np.full((n_save - len(x), *x.shape[1:]), np.nan)]) for x in (q, qd, points))
+    traj = _assemble(axes, ts, *(jnp.asarray(x) for x in (q, qd)), u, jnp.asarray(points), carry.num_steps,
+                     carry.result)  # fmt: skip
+    if throw and int(carry.result) != 0:
+        raise RuntimeError(_failure_message(who, traj, cfg))
+    return traj
+
+
+def _assemble(axes, ts, q, qd, u, points, num_steps, result) -> Trajectory:
+    """The Trajectory; for a stack (members along axis 1 of q, q̇, points (T, B, ...); u (B, T, n_u)), a batch of
+    them with the members in front."""
+    if axes is None:
+        return Trajectory(t=ts, q=q, qd=qd, u=u, points=points, tip=points[:, -1], num_steps=num_steps, result=result)
+    q, qd, points = (jnp.moveaxis(x, 1, 0) for x in (q, qd, points))
+    B = q.shape[0]
+    return Trajectory(t=jnp.broadcast_to(ts, (B, *ts.shape)), q=q, qd=qd, u=u, points=points, tip=points[:, :, -1],
+                      num_steps=jnp.broadcast_to(num_steps, (B,)), result=jnp.broadcast_to(result, (B,)))  # fmt: skip
+
+
+def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
+    t, q = np.asarray(traj.t), np.asarray(traj.q)
+    if q.ndim == 3:  # a stack: (B, T, n)
+        t, q = t[0], np.moveaxis(q, 0, 1)
+    ok = np.isfinite(q).reshape(len(t), -1).all(axis=1)
+    reached = float(t[ok][-1]) if ok.any() else 0.0
+    text = f"{who}: the {cfg.solver} solver failed after t = {reached:g} s: {traj.message}"
+    if int(traj.result) == int(diffrax.RESULTS.max_steps_reached._value):
+        text += (" The state or the inputs may have become non-finite (check `inputs` and the model), or the motion "
+                 "needs more steps: raise `max_steps` or loosen `rtol`/`atol`.")  # fmt: skip
+    return text + " Pass throw=False to get the partial Trajectory (NaN after the failure, with its result code)."
+
+
+def _progress_bar(progress: bool, total: float):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm  # noqa: PLC0415
+
+    return tqdm(total=total, unit="s", desc="simulate", bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]")

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
+from jaxse3._compile import Compiled
 from jaxse3.rod.forces import Loads
 from jaxse3.rod.model import Rod
 from jaxse3.sim.system import System, finite_difference
@@ -158,7 +159,15 @@ def solve_statics(
     if q0.shape != (n,):
         raise ValueError(f"solve_statics: q0 must have shape ({n},), got {q0.shape}")
     check_finite("solve_statics", "q0", q0)
-    return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((system, u, q0, rtol, atol))):
+        return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
+    # called with concrete values: a program without host callbacks (it enters the persistent cache, its first
+    # compile is announced), and the failure raised from here
+    sol = _SOLVE(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, False)
+    if throw and not bool(sol.converged):
+        raise RuntimeError(f"solve_statics: {sol.message} (residual {float(sol.residual_norm):.3g} after "
+                           f"{int(sol.num_steps)} Newton iterations). Pass throw=False to inspect the solution.")
+    return sol
 
 
 def _scaled_params(params, lam: jax.Array):
@@ -255,6 +264,9 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) ->
     return StaticsSolution(q=q, result=result, converged=ok, residual_norm=res_norm, num_steps=steps,
                            tip=system.tip(q), load_fractions=fractions, load_steps_taken=taken,
                            stable=stable)  # fmt: skip
+
+
+_SOLVE = Compiled(_solve, "solve_statics", lambda system, *rest: f"{system.n_dof} DoF", cacheable=True)
 
 
 def _fixed(newton, q0, load_steps):

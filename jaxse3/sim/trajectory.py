@@ -1,17 +1,33 @@
 """Simulation results: :class:`Trajectory`, a pytree that saves to and loads from ``.npz``.
 
-Under ``vmap`` every field gains the batch axes in front, and ``save``/``load`` keep them.
+Under ``vmap`` every field gains the batch axes in front, and ``save``/``load`` keep them. Files carry the units of
+every field and, optionally, the run's parameters (:meth:`Trajectory.save` ``metadata``, read back by
+:meth:`Trajectory.metadata`); they are written atomically, so an interrupted save never destroys an older file.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
+from typing import Any
 
+import diffrax
 import equinox as eqx
 import jax
 import numpy as np
 
 __all__ = ["Trajectory"]
+
+#: units of the fields (rod coordinates are strain-basis amplitudes; their units depend on the basis)
+UNITS = {"t": "s", "q": "generalised coordinates", "qd": "generalised velocities (per s)", "u": "inputs (N for cables)",
+         "points": "m (world)", "tip": "m (world)", "num_steps": "count", "result": "diffrax.RESULTS code"}  # fmt: skip
+
+
+def _npz(path: str | os.PathLike) -> str:
+    """``path`` with the ``.npz`` suffix that ``numpy.savez`` would add."""
+    path = os.fspath(path)
+    return path if path.endswith(".npz") else path + ".npz"
 
 
 class Trajectory(eqx.Module):
@@ -25,6 +41,8 @@ class Trajectory(eqx.Module):
         points: (n, n_points, 3) world positions of the centreline points (for shape plots).
         tip: (n, 3) world position of the tip (``points[:, -1]``).
         num_steps: number of accepted + rejected solver steps.
+        result: the solver's result code (``diffrax.RESULTS``; 0 = successful); after a failure the samples the
+            solver did not reach are NaN. :attr:`message` says it in words, :attr:`ok` tests it.
     """
 
     t: jax.Array
@@ -34,16 +52,57 @@ class Trajectory(eqx.Module):
     points: jax.Array
     tip: jax.Array
     num_steps: jax.Array
+    result: jax.Array
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write every field to an ``.npz`` file (numpy arrays, loadable without jaxse3)."""
-        np.savez(path, **{k: np.asarray(v) for k, v in vars(self).items()})
+    @property
+    def ok(self) -> bool:
+        """True iff every simulation in it succeeded (outside jit)."""
+        return bool(np.all(np.asarray(self.result) == 0))
+
+    @property
+    def message(self) -> str:
+        """The solver's status in words (outside jit; for a batch, the first failure's)."""
+        codes = np.asarray(self.result).ravel()
+        bad = codes[codes != 0]
+        return "successful" if bad.size == 0 else diffrax.RESULTS._index_to_message[int(bad[0])]
+
+    def save(self, path: str | os.PathLike, metadata: dict[str, Any] | None = None) -> str:
+        """Write every field to ``path`` (``.npz`` appended if missing; numpy arrays, loadable without jaxse3) with
+        the units and ``metadata`` (JSON-serialisable: the run's parameters). The file is written to a temporary
+        file beside it and renamed, so an interrupted save leaves any older file intact. Returns the path written."""
+        path = _npz(path)
+        info = json.dumps({"units": UNITS, **(metadata or {})})
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **{k: np.asarray(v) for k, v in vars(self).items()}, metadata=np.asarray(info))
+                fh.flush()
+                os.fsync(fh.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would differ from a plain open()
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
-        """Read a file written by :meth:`save`."""
-        with np.load(path) as data:
-            missing = set(cls.__dataclass_fields__) - set(data.files)
-            if missing:
-                raise ValueError(f"Trajectory.load: {path} lacks the fields {sorted(missing)}")
-            return cls(**{k: np.asarray(data[k]) for k in cls.__dataclass_fields__})
+        """Read a file written by :meth:`save` (``.npz`` appended if missing). Files without a ``result`` field
+        (older versions) load as successful runs."""
+        with np.load(_npz(path)) as data:
+            fields = dict(data.items())
+        fields.setdefault("result", np.zeros(np.shape(fields.get("num_steps", 0)), np.int32))
+        missing = set(cls.__dataclass_fields__) - set(fields)
+        if missing:
+            raise ValueError(f"Trajectory.load: {path} lacks the fields {sorted(missing)}")
+        return cls(**{k: np.asarray(fields[k]) for k in cls.__dataclass_fields__})
+
+    @staticmethod
+    def metadata(path: str | os.PathLike) -> dict[str, Any]:
+        """The units and run parameters stored by :meth:`save` (an empty dict for files without them)."""
+        with np.load(_npz(path)) as data:
+            return json.loads(str(data["metadata"])) if "metadata" in data.files else {}

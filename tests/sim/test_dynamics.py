@@ -90,6 +90,59 @@ def test_bad_arguments():
         SampledInput(jnp.linspace(0, 1, 3), jnp.zeros((4, 2)))
 
 
+def test_non_finite_or_negative_arguments_are_named():
+    s = standin.make()
+    with pytest.raises(ValueError, match="q0 has non-finite entries"):
+        simulate(s, t_final=1.0, q0=jnp.full(4, jnp.nan))
+    with pytest.raises(ValueError, match="qd0 has non-finite entries"):
+        simulate(s, t_final=1.0, qd0=jnp.array([0.0, jnp.inf, 0.0, 0.0]))
+    for name in ("rtol", "atol", "dt", "dt0"):
+        with pytest.raises(ValueError, match=f"{name} must be positive"):
+            simulate(s, t_final=1.0, **{name: -1.0})
+    with pytest.raises(ValueError, match="n_save must be an int"):
+        simulate(s, t_final=1.0, n_save=1)
+    # inputs that become NaN after t = 0.5 s: named before the solver runs, with the first bad time
+    nan_late = lambda t: jnp.where(t > 0.5, jnp.nan, 1.0) * jnp.ones(2)  # noqa: E731
+    with pytest.raises(ValueError, match=r"inputs are non-finite at t = 0\.5\d* s"):
+        simulate(s, nan_late, t_final=1.0, n_save=21)
+
+
+@pytest.mark.parametrize("solver", ["kvaerno5", "newmark"])
+def test_a_failed_run_reports_its_result_and_keeps_what_was_computed(solver):
+    """The step limit is hit mid-run: ``throw=True`` raises naming the solver and the time reached; ``throw=False``
+    returns the samples computed before the failure, NaN after it, and the result code (Newmark included)."""
+    s = standin.make()
+    kw = dict(t_final=T, n_save=21, solver=solver, dt=0.01, rtol=1e-10, atol=1e-12, max_steps=40)  # both need > 100
+    with pytest.raises(RuntimeError, match=f"{solver} solver failed after t = .* maximum number of solver steps"):
+        simulate(s, jnp.asarray(U), **kw)
+    tr = simulate(s, jnp.asarray(U), throw=False, **kw)
+    assert not tr.ok and "maximum number of solver steps" in tr.message
+    reached = np.isfinite(np.asarray(tr.q)).all(axis=1)
+    assert reached[0] and reached.sum() >= 2 and not reached[-1]
+    assert np.all(reached[: reached.sum()])  # a prefix: everything before the failure is kept
+    full = simulate(s, jnp.asarray(U), **{**kw, "max_steps": 100_000})
+    assert full.ok and full.message == "successful"
+    k = int(reached.sum())
+    np.testing.assert_allclose(tr.q[:k], full.q[:k], atol=1e-12)
+
+
+def test_progress_and_jit_change_neither_the_program_nor_the_numbers():
+    """The progress bar is drawn between compiled segments (no host callback, no recompilation); the same segments
+    run in a ``lax.scan`` under a caller's ``jit``, with equal results and step counts."""
+    from jaxse3._compile import STATS
+
+    s = standin.make()
+    kw = dict(t_final=T, n_save=21, rtol=1e-9, atol=1e-11)
+    ref = _run("kvaerno5")
+    before = STATS.compilations
+    shown = simulate(s, jnp.asarray(U), progress=True, **kw)
+    assert STATS.compilations == before  # progress=True reuses the compiled programs of _run's progress=False run
+    np.testing.assert_array_equal(shown.q, ref.q)
+    jitted = jax.jit(lambda u: simulate(s, u, **kw))(jnp.asarray(U))
+    np.testing.assert_allclose(jitted.q, ref.q, atol=1e-13)
+    assert int(jitted.num_steps) == int(ref.num_steps)
+
+
 def test_newmark_is_second_order():
     s = standin.make(g=0.0)
     exact = _exact_linear(s, U, [T])[0]

@@ -1,0 +1,48 @@
+"""Process-wide JAX settings that ``import jaxse3`` applies: the persistent compilation cache, and batched linear
+algebra on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`).
+
+**Compilation cache.** Compiled programs are written to ``$JAXSE3_CACHE`` (default: ``$XDG_CACHE_HOME/jaxse3``, i.e.
+``~/.cache/jaxse3``), so a second run of the same model skips XLA compilation. ``JAXSE3_CACHE=0`` (or an empty value)
+leaves JAX's settings alone; a cache directory the user set through JAX (``jax_compilation_cache_dir``) is kept.
+JAX writes no entry for a program that holds a host callback (``jax.debug.print``, ``eqx.error_if``, diffrax's progress
+meters), which is why :func:`jaxse3.sim.simulate` compiles programs without them and reports progress and failures
+from Python.
+
+**Batched solves.** ``JAXSE3_BATCHED_LINALG=0`` keeps jaxlib's LAPACK kernels for batched factorisations (they can
+hang the process for good; see :mod:`jaxse3._batched_linalg`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+from jaxse3._batched_linalg import install as _install_batched_linalg
+
+__all__ = ["cache_dir", "configure"]
+
+
+def _off(name: str) -> bool:
+    return os.environ.get(name, "1").strip().lower() in ("", "0", "false", "no", "off")
+
+
+def cache_dir() -> str | None:
+    """The directory of jaxse3's persistent compilation cache, or None when ``JAXSE3_CACHE`` turns it off."""
+    if _off("JAXSE3_CACHE"):
+        return None
+    path = os.environ.get("JAXSE3_CACHE", "1")
+    if path.strip().lower() in ("1", "true", "yes", "on"):
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(base, "jaxse3")
+    return path
+
+
+def configure() -> None:
+    """Apply the settings (idempotent). Called once by ``import jaxse3``."""
+    if not _off("JAXSE3_BATCHED_LINALG"):
+        _install_batched_linalg()
+    path = cache_dir()
+    if path is not None and not jax.config.jax_compilation_cache_dir:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)

@@ -1,0 +1,94 @@
+"""Process-wide settings applied by ``import jaxse3``: batched linear algebra on CPU that cannot deadlock, and the
+persistent compilation cache."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pytest
+
+import jaxse3  # noqa: F401 - installs the batched lowerings
+
+# Independent batched triangular solves: jaxlib's LAPACK kernel splits each batch over the intra-op pool and blocks;
+# kernels side by side can hold every pool thread and hang forever (jaxlib 0.10.2, 2 cores: B = 64, 24×24, 48
+# right-hand sides; at B = 256 even with XLA's concurrency-optimised scheduler turned off).
+REPRODUCER = textwrap.dedent("""
+    import jaxse3, jax, jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+
+    @jax.jit
+    def solves(A, b):
+        return [jax.scipy.linalg.solve_triangular(A[i], b[i], lower=True) for i in range(4)]
+
+    key = jax.random.PRNGKey(0)
+    A = jnp.tril(jax.random.normal(key, (4, 256, 24, 24))) + 10 * jnp.eye(24)
+    b = jax.random.normal(key, (4, 256, 24, 48))
+    for _ in range(50):
+        jax.block_until_ready(solves(A, b))
+    print("finished")
+""")
+
+
+def _run(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **env})  # fmt: skip
+
+
+def test_batched_solves_do_not_deadlock():
+    """Fails by timing out (subprocess.TimeoutExpired) when the batched lowering is not installed."""
+    r = _run(REPRODUCER)
+    assert r.returncode == 0 and "finished" in r.stdout, r.stderr
+
+
+def _lapack_batched(f, *args) -> list[bool]:
+    """For each LAPACK call in the compiled program: does it work on the batch of 5 at once?"""
+    lines = jax.jit(f).lower(*args).compile().as_text().splitlines()
+    return [("[5," in line) for line in lines if 'custom_call_target="lapack_' in line]
+
+
+def test_batched_factorisations_avoid_lapack_and_agree_with_it():
+    """Batched LU, Cholesky and triangular solves call LAPACK one member at a time (never its batched kernels);
+    batched results (and their derivatives) equal the single-matrix results member by member."""
+    rng = np.random.default_rng(0)
+    A = jnp.asarray(rng.normal(size=(5, 7, 7)) + 7 * np.eye(7))
+    S = jnp.einsum("bij,bkj->bik", A, A)
+    b = jnp.asarray(rng.normal(size=(5, 7, 3)))
+    fns = {
+        "solve": lambda A, b: jnp.linalg.solve(A, b),
+        "cho_solve": lambda S, b: jsl.cho_solve(jsl.cho_factor(S), b),
+        "tri": lambda A, b: jsl.solve_triangular(jnp.tril(A), b, lower=True),
+    }
+    for name, f in fns.items():
+        M = S if name == "cho_solve" else A
+        calls = _lapack_batched(f, M, b)
+        assert calls and not any(calls), name
+        batched = jax.jit(f)(M, b)
+        grads = jax.jit(jax.vmap(jax.grad(lambda M, b: jnp.sum(f(M, b) ** 2))))(M, b)
+        for k in range(5):
+            np.testing.assert_allclose(batched[k], f(M[k], b[k]), rtol=1e-12, atol=1e-13)
+            np.testing.assert_allclose(grads[k], jax.grad(lambda M: jnp.sum(f(M, b[k]) ** 2))(M[k]), rtol=1e-10)
+    bad = jnp.stack([S[0], -S[1]])  # Cholesky of a matrix that is not positive definite: NaN, as LAPACK's path gives
+    L = jax.jit(jnp.linalg.cholesky)(bad)
+    assert np.all(np.isfinite(L[0])) and np.all(np.isnan(L[1][np.tril_indices(7)]))  # the whole lower triangle
+
+
+def test_settings_can_be_turned_off(tmp_path):
+    show = ("import jaxse3, jax, jax.numpy as jnp, re; print(jax.config.jax_compilation_cache_dir); "
+            "t = jax.jit(jnp.linalg.solve).lower(jnp.ones((3, 4, 4)), jnp.ones((3, 4, 1))).compile().as_text(); "
+            "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l))")  # fmt: skip
+    on = _run(show, JAXSE3_CACHE=str(tmp_path)).stdout.split("\n")
+    assert on[:2] == [str(tmp_path), "False"]
+    off = _run(show, JAXSE3_CACHE="0", JAXSE3_BATCHED_LINALG="0").stdout.split("\n")
+    assert off[:2] == ["None", "True"]
+
+
+@pytest.mark.parametrize("value", ["", "1"])
+def test_default_cache_folder(value, tmp_path):
+    r = _run("import jaxse3, jax; print(jax.config.jax_compilation_cache_dir)", JAXSE3_CACHE=value,
+             XDG_CACHE_HOME=str(tmp_path))  # fmt: skip
+    assert r.stdout.strip() == ("None" if value == "" else str(tmp_path / "jaxse3"))
