@@ -136,17 +136,11 @@ def demo(batch: int = 10_000, save: str | None = None) -> dict:
     return result
 
 
-def _jax_cache() -> None:
-    """Persistent XLA compilation cache (``$JAXSE3_CACHE``, default ``~/.cache/jaxse3``): later runs skip compiling."""
-    path = os.environ.get("JAXSE3_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "jaxse3"))
-    if path:
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-
-
 def run_rod_example(name: str, args: argparse.Namespace) -> int:
-    """Simulate a built-in rod scenario; print the timing summary; write ``<name>.npz`` and ``<name>.png``."""
-    from jaxse3.sim import scenarios, simulate  # noqa: PLC0415 - heavy imports only for this command
+    """Simulate a built-in rod scenario; print the timing summary (compilation apart from the simulation); write
+    ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``."""
+    from jaxse3._compile import STATS  # noqa: PLC0415 - heavy imports only for this command
+    from jaxse3.sim import scenarios, simulate  # noqa: PLC0415
 
     if args.contact:
         system, inputs, what = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0), (
@@ -158,27 +152,40 @@ def run_rod_example(name: str, args: argparse.Namespace) -> int:
               max_steps=args.max_steps)  # fmt: skip
     print(f"jaxse3 run {name}: {what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables; "
           f"{args.t_final:g} s with {args.solver} (analytic Jacobian)"
-          + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"))
-    t0 = time.perf_counter()
-    jax.block_until_ready(simulate(system, inputs, t_final=min(args.t_final, 1e-3), progress=False, **kw))
-    compile_s = time.perf_counter() - t0
-    print(f"compile (+ a 1 ms warm-up run): {compile_s:.1f} s")
+          + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"),
+          flush=True)
+    compiled, seconds, hits = STATS.compilations, STATS.seconds, STATS.cache_hits
     t0 = time.perf_counter()
     traj = jax.block_until_ready(simulate(system, inputs, t_final=args.t_final, progress=args.progress, **kw))
     wall = time.perf_counter() - t0
-    print(f"simulation: {args.t_final:g} s simulated in {wall:.2f} s wall ({args.t_final / wall:.2f} rod-s per wall-s), "
-          f"{int(traj.num_steps)} solver steps")
+    compile_s = STATS.seconds - seconds
+    sim_s = wall - compile_s
+    cache = (f"{STATS.cache_hits - hits} of {STATS.compilations - compiled} programs from the persistent cache"
+             if STATS.compilations > compiled else "already compiled in this process")
+    print(f"compile: {compile_s:.1f} s ({cache})")
+    print(f"simulation: {args.t_final:g} s simulated in {sim_s:.2f} s wall ({args.t_final / sim_s:.2f} rod-s per "
+          f"wall-s), {int(traj.num_steps)} solver steps")
     tip = np.asarray(traj.tip)
     print(f"tip (world, m): start {np.array2string(tip[0], precision=4)}, end {np.array2string(tip[-1], precision=4)}, "
           f"max horizontal excursion {np.max(np.linalg.norm(tip[:, :2], axis=1)):.4f}")
-    os.makedirs(args.out, exist_ok=True)
     npz, png = os.path.join(args.out, f"{name}.npz"), os.path.join(args.out, f"{name}.png")
-    traj.save(npz)
+    params = {"example": name, "t_final": args.t_final, "jaxse3": __version__, **kw, "atol": args.atol}
+    traj.save(npz, metadata={"run": params})
     from jaxse3.viz import plot_trajectory  # noqa: PLC0415
 
     plot_trajectory(traj, png, title=f"jaxse3 run {name}")
-    print(f"wrote {npz} (t, q, qd, u, points, tip) and {png}")
+    print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
     return 0
+
+
+def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) -> None:
+    """Create ``folder`` (for ``option``) now, before any work, or stop with a clear message."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        parser.error(f"{option}: cannot create the folder {folder!r}: {e.strerror}")
+    if not os.access(folder, os.W_OK):
+        parser.error(f"{option}: the folder {folder!r} is not writable")
 
 
 EXAMPLES = {
@@ -217,10 +224,21 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--n-save", type=_positive(int), default=201, help="saved time samples (default 201)")
     r.add_argument("--max-steps", type=_positive(int), default=100_000, help="solver step limit (default 100000)")
     r.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    parser.run_parser = r  # type: ignore[attr-defined]  # main() reads its defaults
     for p in (parser, d, r):
         p.add_argument("--batch", type=_positive(int), default=10_000, help="lie-demo: timing batch size (10000)")
         p.add_argument("--save", metavar="PATH", help="lie-demo: write the results as JSON")
     return parser
+
+
+#: options of ``run`` that only rod examples use, and those only lie-demo uses (argument name: flag)
+_ROD_OPTIONS = {"t_final": "--t-final", "out": "--out", "solver": "--solver", "rtol": "--rtol", "atol": "--atol",
+                "dt": "--dt", "n_save": "--n-save", "max_steps": "--max-steps", "progress": "--no-progress"}
+_DEMO_OPTIONS = {"batch": "--batch", "save": "--save"}
+
+
+def _unused(parser: argparse.ArgumentParser, args: argparse.Namespace, options: dict[str, str]) -> list[str]:
+    return [flag for key, flag in options.items() if getattr(args, key) != parser.get_default(key)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,12 +248,22 @@ def main(argv: list[str] | None = None) -> int:
         for name, text in EXAMPLES.items():
             print(f"{name:12s} {text}")
         return 0
+    run = parser.run_parser  # type: ignore[attr-defined]
     if args.command == "run" and args.example != "lie-demo":
         if args.n_save < 2:
             parser.error("--n-save must be at least 2")
-        _jax_cache()
+        unused = _unused(run, args, _DEMO_OPTIONS)
+        if unused:
+            parser.error(f"{', '.join(unused)}: only for lie-demo, not for {args.example}")
+        _writable_folder(parser, "--out", args.out)
         args.contact = args.example == "cdm-contact"
         return run_rod_example(args.example, args)
+    if args.command == "run":
+        unused = _unused(run, args, _ROD_OPTIONS)
+        if unused:
+            parser.error(f"{', '.join(unused)}: not used by lie-demo (only --batch and --save are)")
+    if args.save:
+        _writable_folder(parser, "--save", os.path.dirname(os.path.abspath(args.save)))
     result = demo(batch=args.batch, save=args.save)
     return 0 if result["ok"] else 1
 

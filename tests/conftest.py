@@ -1,4 +1,4 @@
-"""Tests run in float64 (GUIDE §5); float32 tests request it explicitly with arrays of that dtype."""
+"""Tests run in float64; float32 tests request it explicitly with arrays of that dtype."""
 
 import jax
 

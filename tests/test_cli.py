@@ -1,5 +1,6 @@
 """The ``jaxse3`` command: listing, the main job on a short horizon (in-process), bad arguments."""
 
+import os
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import cli
+from jaxse3.sim import Trajectory
 
 
 def test_list(capsys):
@@ -35,16 +37,48 @@ def test_bad_arguments_subprocess():
     assert r.returncode == 2 and "must be positive" in r.stderr
 
 
+def test_output_paths_are_checked_before_any_work(tmp_path, capsys):
+    """A bad --out or --save stops at once with a message naming the option (nothing is compiled or simulated)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for argv, option in ((["run", "cdm", "--out", str(blocker / "out")], "--out"),
+                         (["run", "lie-demo", "--save", str(blocker / "x.json")], "--save")):  # fmt: skip
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 2
+        assert option in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "lie-demo", "--t-final", "1"], "--t-final: not used by lie-demo"),
+    (["run", "lie-demo", "--no-progress"], "--no-progress: not used by lie-demo"),
+    (["run", "cdm", "--batch", "5"], "--batch: only for lie-demo"),
+])  # fmt: skip
+def test_options_of_another_example_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.slow
-def test_run_cdm_short(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("JAXSE3_CACHE", "")  # no persistent cache from tests
+def test_run_cdm_twice_the_second_run_is_served_by_the_cache(tmp_path):
+    """The main job on a short horizon, as a user runs it (a subprocess); the second run loads both compiled programs
+    from the persistent cache (which needs programs without host callbacks), and the output carries its units."""
+    env = {**os.environ, "JAXSE3_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "out"
-    # default --n-save 201: the same compiled simulation as tests/sim/test_dynamics.py's CDM run
-    assert cli.main(["run", "cdm", "--t-final", "0.05", "--out", str(out), "--no-progress"]) == 0
-    text = capsys.readouterr().out
-    assert "compile" in text and "simulated in" in text and "wall" in text
+    cmd = [sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--t-final", "0.05", "--out", str(out)]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "jaxse3: compiling simulate (kvaerno5, 24 DoF)" in first.stderr and "simulated in" in first.stdout
+    assert "0 of 2 programs from the persistent cache" in first.stdout
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    assert second.returncode == 0, second.stderr
+    assert "2 of 2 programs from the persistent cache" in second.stdout
     data = np.load(out / "cdm.npz")
     assert data["t"].shape == (201,) and data["q"].shape == (201, 24) and data["tip"].shape == (201, 3)
     np.testing.assert_allclose(data["t"][-1], 0.05)
     np.testing.assert_allclose(data["tip"][0], [0.0, 0.0, -0.5], atol=1e-12)  # hangs straight down at t = 0
+    assert int(data["result"]) == 0
+    meta = Trajectory.metadata(out / "cdm.npz")
+    assert meta["units"]["t"] == "s" and meta["run"]["t_final"] == 0.05 and meta["run"]["solver"] == "kvaerno5"
     assert (out / "cdm.png").stat().st_size > 10_000

@@ -7,7 +7,7 @@ A state pytree for :mod:`jaxse3.integrate` may mix
 * plain arrays (vector-space states: velocities, positions, ...).
 
 The vector field of such a state returns the same pytree with every group node replaced by a plain array of twists
-(``(..., 6)`` for SE(3), ``(..., 3)`` for SO(3), rotation/angular part first, GUIDE §2), either spatial
+(``(..., 6)`` for SE(3), ``(..., 3)`` for SO(3), rotation/angular part first, docs/conventions.md), either spatial
 (``Ċ = V̂ C``) or body (``Ċ = C V̂``) according to the integrator's ``side``.
 
 Local coordinates (seed 001 digest §7.2, pitfall 4): ``ψ = exp`` with ``dψ⁻¹ = dexp⁻¹``, or the half-scaled Cayley

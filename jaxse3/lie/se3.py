@@ -1,6 +1,6 @@
 """SE(3): twists X = (x, y) ∈ R⁶ (rotation first), poses H = [[R, r], [0, 1]], and the closed-form dexp family.
 
-Conventions (GUIDE §2): ``hat(X) = [[x̃, y], [0, 0]]``; ``ad_X = [[x̃, 0], [ỹ, x̃]]``; ``Ad_H = [[R, 0], [r̃R, R]]``;
+Conventions (docs/conventions.md): ``hat(X) = [[x̃, y], [0, 0]]``; ``ad_X = [[x̃, 0], [ỹ, x̃]]``; ``Ad_H = [[R, 0], [r̃R, R]]``;
 right-trivialised ``dexp_X`` (spatial twist ``V = dexp_X Ẋ``); body twist and rod strain use ``dexp_{−X}``, which is
 not ``dexp_Xᵀ`` on SE(3). The translation of ``exp(X)`` is ``dexp_x y`` (SO(3) dexp), not y (seed 000 eq. (4)).
 

@@ -1,6 +1,6 @@
 """SO(3): rotation vectors x ∈ R³ (φ = ‖x‖), rotation matrices R, and the closed-form dexp family.
 
-Conventions (docs/conventions.md, GUIDE §2): ``hat(x) z = x × z``; right-trivialised ``dexp_x`` with spatial angular
+Conventions (docs/conventions.md): ``hat(x) z = x × z``; right-trivialised ``dexp_x`` with spatial angular
 velocity ``ω = dexp_x ẋ`` (seed 001 eq. (2.17)); body angular velocity ``ω_b = dexp_{−x} ẋ = dexp_xᵀ ẋ``.
 
 Exponential and logarithm: seed 001 eqs. (2.6), (2.13), (2.16); the logarithm (absent from both papers) is accurate

@@ -1,7 +1,7 @@
 """Rigid multibody dynamics on kinematic trees (issue 4; seed 002): model, URDF import, the robots of
 example-robot-data, kinematics, RNEA, CRBA, forward dynamics, and the analytical derivatives of inverse/forward dynamics.
 
-Conventions (GUIDE §2): spatial vectors angular first (twists (ω, v), wrenches (moment, force)); spherical joints
+Conventions (docs/conventions.md): spatial vectors angular first (twists (ω, v), wrenches (moment, force)); spherical joints
 store unit quaternions (w, x, y, z), free joints position (3) then quaternion (w, x, y, z); their velocities are body
 twists in the child frame; derivatives with respect to q are taken in the tangent space with the right perturbation
 ``q ⊕ δ = q·exp(δ̂)`` (:func:`integrate`). Pinocchio conventions are converted in :mod:`jaxse3.rigid.interop` only.

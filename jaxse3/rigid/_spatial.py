@@ -1,4 +1,4 @@
-"""Spatial-vector algebra, angular part first (Featherstone; GUIDE §2; seed 002 digest §1.1).
+"""Spatial-vector algebra, angular part first (Featherstone; docs/conventions.md; seed 002 digest §1.1).
 
 For the pose ``H = (R, p)`` of a child frame in its parent frame, ``Ad_{H⁻¹}`` maps motion vectors from parent to
 child coordinates and ``Ad_{H⁻¹}ᵀ`` maps wrenches from child to parent coordinates. The vector functions work on

@@ -1,6 +1,6 @@
 """Configuration-space operations on the joint groups: ⊕ (integrate), ⊖ (difference), neutral and random q.
 
-The Lie-group joints use the right perturbation ``q ⊕ δ = q·exp(δ̂)`` (GUIDE §2; seed 002 digest §3.1), so
+The Lie-group joints use the right perturbation ``q ⊕ δ = q·exp(δ̂)`` (docs/conventions.md; seed 002 digest §3.1), so
 ``integrate(model, q, v, dt)`` moves spherical/free joints along the body angular velocity / body twist ``v``, and
 derivatives "with respect to q" of any function f are ``∂/∂δ f(q ⊕ δ)`` at δ = 0. Unbatched: ``vmap`` for batches.
 """

@@ -1,4 +1,4 @@
-"""Joint models: configuration spaces, joint transforms and motion subspaces (seed 002 digest §1.2; GUIDE §2).
+"""Joint models: configuration spaces, joint transforms and motion subspaces (seed 002 digest §1.2; docs/conventions.md).
 
 | type | q (nq) | v (nv) | pose of the child (joint) frame in the joint's parent-side frame |
 |---|---|---|---|
@@ -130,7 +130,7 @@ def integrate(jtype: str, qi, dv):
     if jtype == "spherical":
         return quat_multiply(qi, quat_exp(dv))
     w, v = dv[:3], dv[3:]
-    _, dexp_w = _so3.rodrigues(w)  # translation of exp(δ̂) is dexp_w v (GUIDE §2)
+    _, dexp_w = _so3.rodrigues(w)  # translation of exp(δ̂) is dexp_w v (docs/conventions.md)
     p = qi[:3] + quat_to_rotation(qi[3:]) @ (dexp_w @ v)
     return jnp.concatenate([p, quat_multiply(qi[3:], quat_exp(w))])
 

@@ -1,9 +1,9 @@
-"""The rigid multibody model: a kinematic tree of bodies connected by joints (seed 002 digest §1.2; GUIDE §3).
+"""The rigid multibody model: a kinematic tree of bodies connected by joints (seed 002 digest §1.2).
 
 ``Model`` is an ``equinox.Module``: the topology and sizes are static fields (one ``jit`` per topology), the
 placements, joint axes, inertias and gravity are array leaves (``vmap``-able over parameters).
 
-Conventions (GUIDE §2, Featherstone):
+Conventions (docs/conventions.md, Featherstone):
 
 * bodies are numbered topologically, ``parents[i] < i``, ``-1`` for a body attached to the world; joint i connects
   body i to its parent and body i's frame is the joint's child frame;

@@ -143,6 +143,23 @@ def test_progress_and_jit_change_neither_the_program_nor_the_numbers():
     assert int(jitted.num_steps) == int(ref.num_steps)
 
 
+def test_gradient_through_a_simulation_matches_central_differences_and_loose_tolerances_warn():
+    """d(tip at T)/du through ``simulate`` (diffrax's checkpointed adjoint over the compiled segments) agrees with
+    central differences at tight tolerances; differentiating at the default rtol = 1e-3 warns."""
+    s = standin.make()
+
+    def tip(u, **kw):
+        return simulate(s, u, t_final=T, n_save=21, **kw).q[-1, 0]
+
+    tight = dict(rtol=1e-10, atol=1e-12)
+    g = jax.grad(lambda u: tip(u, **tight))(jnp.asarray(U))
+    h = 1e-5
+    fd = [(tip(jnp.asarray(U) + h * e, **tight) - tip(jnp.asarray(U) - h * e, **tight)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    with pytest.warns(UserWarning, match="differentiating an adaptive solve at rtol=0.001"):
+        jax.grad(tip)(jnp.asarray(U))
+
+
 def test_newmark_is_second_order():
     s = standin.make(g=0.0)
     exact = _exact_linear(s, U, [T])[0]
