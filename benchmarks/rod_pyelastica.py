@@ -53,7 +53,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxse3 import rod as rods  # noqa: E402
-from jaxse3.cli import _jax_cache  # noqa: E402 - the CLI's persistent compilation cache: re-runs skip compiling
 from jaxse3.sim import rod_system, simulate, simulate_batch  # noqa: E402
 
 L, RB, RT, E, RHO, NU, GRAVITY = 0.5, 0.03, 0.015, 1e6, 1000.0, 0.5, 9.81
@@ -227,7 +226,6 @@ def main(argv=None):
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to this markdown file")
     a = p.parse_args(argv)
     t_batch = a.t_final if a.t_batch is None else a.t_batch
-    _jax_cache()
     out = []
 
     def say(line=""):

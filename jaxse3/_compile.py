@@ -6,6 +6,12 @@ the seconds it took and whether JAX's persistent cache served it — so a user n
 :func:`compile_report` several programs (e.g. the parts of one simulation) are announced as one. Inside a caller's
 trace (``jit``, ``vmap``, ``grad``) a :class:`Compiled` simply calls its function.
 
+**Across processes.** JAX's persistent cache saves XLA's work but not the tracing of the Python model (seconds for a
+rod). A ``cacheable`` :class:`Compiled` therefore also keeps its traced program, exported with :mod:`jax.export`, in
+``<cache>/exported/`` under a key of everything it depends on: jaxse3's source, the versions of JAX and its
+libraries, the array shapes and dtypes, and the static values (functions by their qualified names). Arguments whose
+static values have no stable name (a lambda, a local function, an unknown object) are traced as usual.
+
 ``JAXSE3_VERBOSE=0`` silences the messages. :data:`STATS` counts compilations, their seconds and persistent-cache hits
 (the CLI reports them; tests use them to show that a second run is served from the cache).
 """
@@ -13,9 +19,17 @@ trace (``jit``, ``vmap``, ``grad``) a :class:`Compiled` simply calls its functio
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import io
 import os
+import pickle
 import sys
+import tempfile
 import time
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -31,8 +45,9 @@ class CompileStats:
     """Counters since the process started."""
 
     compilations: int = 0  #: programs compiled (or loaded from the persistent cache) by :class:`Compiled`
+    loaded: int = 0  #: of those, the ones served by the persistent cache
     seconds: float = 0.0  #: wall time spent in those compilations
-    cache_hits: int = 0  #: programs JAX loaded from its persistent cache (any caller)
+    cache_hits: int = 0  #: programs JAX loaded from its persistent cache (any caller, small eager operations included)
 
 
 STATS = CompileStats()
@@ -112,6 +127,78 @@ def _signature(args: tuple) -> Any:
     return treedef, tuple(key)
 
 
+class _Unstable(Exception):
+    """A static value without a name that is the same in every process."""
+
+
+def _stable(obj: Any) -> str:
+    """A description of ``obj`` that is equal in two processes iff the traced program would be (or raise)."""
+    if eqx.is_array(obj):
+        return f"A{tuple(np.shape(obj))}{obj.dtype}{'w' if getattr(obj, 'weak_type', False) else ''}"
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return f"{type(obj).__name__}:{obj!r}"
+    if isinstance(obj, (tuple, list)):
+        return f"{type(obj).__name__}(" + ",".join(map(_stable, obj)) + ")"
+    if isinstance(obj, dict):
+        return "dict(" + ",".join(f"{_stable(k)}:{_stable(v)}" for k, v in sorted(obj.items(), key=repr)) + ")"
+    if isinstance(obj, (types.FunctionType, type)):
+        if "<" in obj.__qualname__:  # a lambda or a local function: its name says nothing about its code
+            raise _Unstable(obj)
+        return f"{obj.__module__}.{obj.__qualname__}"
+    if isinstance(obj, eqx.Module):
+        fields = ",".join(f"{f.name}={_stable(getattr(obj, f.name))}" for f in dataclasses.fields(obj))
+        return f"{_stable(type(obj))}({fields})"
+    raise _Unstable(obj)
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> str:
+    """jaxse3's source and the versions of what it traces through."""
+    digest = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(__file__))
+    for folder, _, files in sorted(os.walk(root)):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), "rb") as fh:
+                digest.update(name.encode() + fh.read())
+    versions = []
+    for package in ("jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax"):
+        try:
+            versions.append(f"{package}={importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+            versions.append(f"{package}=?")
+    return digest.hexdigest() + ";".join(versions) + jax.default_backend()
+
+
+def _export_folder() -> str | None:
+    from jaxse3._runtime import cache_dir  # noqa: PLC0415 - _runtime configures JAX at import
+
+    folder = cache_dir()
+    return None if folder is None else os.path.join(folder, "exported")
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles tree structures: equinox's sentinel for absent fields is matched by identity, so it travels by name."""
+
+    def persistent_id(self, obj):
+        from equinox._module._flatten import MISSING  # noqa: PLC0415
+
+        return "equinox-missing" if obj is MISSING else None
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        from equinox._module._flatten import MISSING  # noqa: PLC0415
+
+        return MISSING
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
 class Compiled:
     """``fn`` under ``eqx.filter_jit``, compiled ahead of time once per signature, the first compile announced.
 
@@ -145,11 +232,14 @@ class Compiled:
                 _say(f"compiling {report.name} ...")
                 report.announced = True
             hits, t0 = STATS.cache_hits, time.perf_counter()
-            with _checks_as_nan() if self.cacheable else contextlib.nullcontext():
-                lowered = self._jit.lower(*args)
-            exe = lowered.compile()
-            dt, hit = time.perf_counter() - t0, STATS.cache_hits > hits
+            exe, loaded = self._exported(args) if self.cacheable else (None, False)
+            if exe is None:
+                with _checks_as_nan() if self.cacheable else contextlib.nullcontext():
+                    lowered = self._jit.lower(*args)
+                exe = lowered.compile()
+            dt, hit = time.perf_counter() - t0, loaded or STATS.cache_hits > hits
             STATS.compilations += 1
+            STATS.loaded += hit
             STATS.seconds += dt
             if report is None:
                 _say(f"{self.name} {'loaded from the persistent cache' if hit else 'compiled'} in {dt:.1f} s")
@@ -159,6 +249,60 @@ class Compiled:
                 report.hits += hit
             self._cache[key] = exe
         return exe
+
+    def _exported(self, args: tuple) -> tuple[Callable | None, bool]:
+        """The executable through the exported-program cache: (executable, loaded from disk), or (None, False)
+        when the arguments have no stable key or exporting fails (the caller then traces as usual)."""
+        folder = _export_folder()
+        if folder is None:
+            return None, False
+        dynamic, static = eqx.partition(args, eqx.is_array)
+        leaves, dynamic_def = jax.tree.flatten(dynamic)
+        try:
+            key = hashlib.sha256((self.name + _environment() + _stable(args)).encode()).hexdigest()[:32]
+        except _Unstable:
+            return None, False
+        path = os.path.join(folder, key)
+        exported = out_def = None
+        if os.path.exists(path + ".exported") and os.path.exists(path + ".tree"):
+            try:
+                with open(path + ".exported", "rb") as fh:
+                    exported = jax.export.deserialize(bytearray(fh.read()))
+                with open(path + ".tree", "rb") as fh:
+                    out_def = _Unpickler(fh).load()
+            except Exception:  # a damaged or foreign entry: trace again and overwrite it
+                exported = None
+        loaded = exported is not None
+        if not loaded:
+            structure: list = []
+
+            def flat(*leaves):
+                out = self.fn(*eqx.combine(jax.tree.unflatten(dynamic_def, leaves), static))
+                out_leaves, out_structure = jax.tree.flatten(out)
+                structure.append(out_structure)
+                return out_leaves
+
+            specs = [jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=getattr(x, "weak_type", False))
+                     for x in leaves]  # fmt: skip
+            try:
+                with _checks_as_nan():
+                    exported = jax.export.export(jax.jit(flat))(*specs)
+                out_def = structure[0]
+                tree = io.BytesIO()
+                _Pickler(tree).dump(out_def)
+                serialized = exported.serialize()
+                os.makedirs(folder, exist_ok=True)
+                _write_atomic(path + ".exported", bytes(serialized))
+                _write_atomic(path + ".tree", tree.getvalue())
+                exported = jax.export.deserialize(serialized)  # run what later runs load: one XLA cache entry
+            except Exception:  # not exportable (e.g. a host callback): trace as usual
+                return None, False
+        runner = jax.jit(exported.call).lower(*leaves).compile()
+
+        def call(*args):
+            return jax.tree.unflatten(out_def, runner(*jax.tree.leaves(eqx.filter(args, eqx.is_array))))
+
+        return call, loaded
 
     def __call__(self, *args):
         if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):

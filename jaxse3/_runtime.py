@@ -45,4 +45,4 @@ def configure() -> None:
     path = cache_dir()
     if path is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small eager ops too: they add up

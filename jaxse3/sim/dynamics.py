@@ -245,8 +245,9 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
         raise ValueError(f"{who}: max_steps must be a positive int, got {max_steps!r}")
     n = system.n_dof
     shape = (n,) if stack is None else (jnp.shape(q0)[0], n)
-    q0 = jnp.zeros(shape) if q0 is None else jnp.asarray(q0, dtype=float)
-    qd0 = jnp.zeros(shape) if qd0 is None else jnp.asarray(qd0, dtype=float)
+    f = jnp.result_type(float)
+    q0 = jnp.asarray(np.zeros(shape, f)) if q0 is None else jnp.asarray(q0, dtype=f)  # numpy: no eager compile
+    qd0 = jnp.asarray(np.zeros(shape, f)) if qd0 is None else jnp.asarray(qd0, dtype=f)
     if solver != "newmark" and _concrete(rtol) and rtol > 1e-6 and _differentiated((system, inputs, q0, qd0, t_final)):
         warnings.warn(f"{who}: differentiating an adaptive solve at rtol={rtol:g}: the gradient follows the solver's "
                       "steps and matches the true sensitivity only to about rtol (2 % for the CDM at 1e-3); use "
@@ -421,11 +422,15 @@ def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cf
     """Integrate segment by segment. Called with concrete arrays, the segments are driven from Python (a progress
     bar between them; the compiled programs hold no host callback, so they enter JAX's persistent cache); inside a
     trace (``jit``/``vmap``/``grad`` of the caller) the same segments run in a ``lax.scan``."""
-    ts = jnp.linspace(0.0, t_final, n_save)
-    m = segment_length(n_save)
-    windows = ts[jnp.arange(0, n_save - 1, m)[:, None] + jnp.arange(m + 1)]  # (segments, m + 1)
     leaves = jax.tree.leaves((system, inputs, q0, qd0, t_final, rtol, atol, dt0, dt))
     traced = any(isinstance(x, jax.core.Tracer) for x in leaves)
+    m = segment_length(n_save)
+    index = np.arange(0, n_save - 1, m)[:, None] + np.arange(m + 1)  # (segments, m + 1) windows of the output grid
+    if traced:
+        ts = jnp.linspace(0.0, t_final, n_save)
+    else:  # numpy on the host: no small eager compilations before the first segment
+        ts = jnp.asarray(np.linspace(0.0, float(t_final), n_save, dtype=t_final.dtype))
+    windows = ts[index] if traced else jnp.asarray(np.asarray(ts)[index])
     with compile_report("simulate", _describe(system, inputs, axes, cfg)):
         carry, points0, u = _START(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg)
         if traced:
@@ -455,8 +460,13 @@ def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cf
                 bar.close()
     q, qd, points = (np.concatenate(x) for x in zip(*outs))
     q, qd, points = (np.concatenate([x, np.full((n_save - len(x), *x.shape[1:]), np.nan)]) for x in (q, qd, points))
-    traj = _assemble(axes, ts, *(jnp.asarray(x) for x in (q, qd)), u, jnp.asarray(points), carry.num_steps,
-                     carry.result)  # fmt: skip
+    if axes is None:  # assembled on the host (no eager compilation), then moved to the device
+        host = Trajectory(t=np.asarray(ts), q=q, qd=qd, u=u_host, points=points, tip=points[:, -1],
+                          num_steps=np.asarray(carry.num_steps), result=np.asarray(carry.result))  # fmt: skip
+        traj = jax.tree.map(jnp.asarray, host)
+    else:
+        traj = _assemble(axes, ts, *(jnp.asarray(x) for x in (q, qd)), u, jnp.asarray(points), carry.num_steps,
+                         carry.result)  # fmt: skip
     if throw and int(carry.result) != 0:
         raise RuntimeError(_failure_message(who, traj, cfg))
     return traj

@@ -1,0 +1,50 @@
+"""Ahead-of-time compilation (jaxse3._compile): announced first compiles, the exported-program cache across
+processes (here: across fresh Compiled objects), and static values that have no stable name."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxse3._compile import STATS, Compiled, _stable
+
+
+class Scale(eqx.Module):
+    factor: jax.Array
+    power: int = eqx.field(static=True)
+
+
+def scaled(module: Scale, x, fn=jnp.sin):
+    return fn(module.factor * x) ** module.power
+
+
+def test_exported_programs_are_reused_and_announced(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("JAXSE3_CACHE", str(tmp_path))
+    args = (Scale(jnp.asarray(2.0), 3), jnp.linspace(0.0, 1.0, 5))
+    first = Compiled(scaled, "scaled", lambda m, x: f"power {m.power}", cacheable=True)
+    np.testing.assert_allclose(first(*args), scaled(*args), rtol=1e-15)
+    assert len(list((tmp_path / "exported").iterdir())) == 2  # program + structure
+    assert "jaxse3: compiling scaled (power 3) ..." in capsys.readouterr().err
+    loaded = STATS.loaded
+    again = Compiled(scaled, "scaled", cacheable=True)  # a new process would start like this
+    np.testing.assert_allclose(again(*args), scaled(*args), rtol=1e-15)
+    assert STATS.loaded == loaded + 1 and "loaded from the persistent cache" in capsys.readouterr().err
+    # another static value is another program; inside a trace the function is simply called
+    assert len(list((tmp_path / "exported").iterdir())) == 2
+    np.testing.assert_allclose(again(Scale(jnp.asarray(2.0), 2), args[1]), scaled(Scale(jnp.asarray(2.0), 2), args[1]))
+    assert len(list((tmp_path / "exported").iterdir())) == 4
+    np.testing.assert_allclose(jax.jit(again)(*args), scaled(*args), rtol=1e-15)
+
+
+def test_values_without_a_stable_name_are_traced_as_usual(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXSE3_CACHE", str(tmp_path))
+    local = Compiled(lambda x, fn: fn(x), "local", cacheable=True)
+    np.testing.assert_allclose(local(jnp.ones(3), lambda x: 2 * x), 2.0)
+    assert not (tmp_path / "exported").exists()
+    for unstable in (lambda x: x, object(), jnp.sin):  # a lambda, an unknown object, a jitted function
+        try:
+            _stable(unstable)
+        except Exception as e:
+            assert type(e).__name__ == "_Unstable"
+        else:
+            raise AssertionError(f"{unstable!r} has no stable name")
