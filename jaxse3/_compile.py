@@ -37,7 +37,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-__all__ = ["Compiled", "compile_report", "STATS", "CompileStats"]
+__all__ = ["Compiled", "compile_report", "announce_trace", "STATS", "CompileStats"]
 
 
 @dataclass
@@ -70,6 +70,15 @@ def _say(text: str) -> None:
         print(f"jaxse3: {text}", file=sys.stderr, flush=True)
 
 
+def announce_trace(name: str, what: str = "") -> None:
+    """Say that ``name`` is being traced inside a caller's ``jit``/``vmap``/``grad`` (it then compiles with the
+    caller's program, which can take a while, and the caller's compile is not announced). Silent while a
+    :class:`Compiled` traces (that compile is announced already)."""
+    if _LOWERING:
+        return
+    _say(f"tracing {name}{f' ({what})' if what else ''} inside a jit/vmap/grad; it compiles with the enclosing program")
+
+
 @dataclass
 class _Report:
     name: str
@@ -80,6 +89,7 @@ class _Report:
 
 
 _REPORT: list[_Report] = []
+_LOWERING: list[str] = []  # names of the Compiled functions being traced now
 
 
 @contextlib.contextmanager
@@ -232,11 +242,15 @@ class Compiled:
                 _say(f"compiling {report.name} ...")
                 report.announced = True
             hits, t0 = STATS.cache_hits, time.perf_counter()
-            exe, loaded = self._exported(args) if self.cacheable else (None, False)
-            if exe is None:
-                with _checks_as_nan() if self.cacheable else contextlib.nullcontext():
-                    lowered = self._jit.lower(*args)
-                exe = lowered.compile()
+            _LOWERING.append(self.name)
+            try:
+                exe, loaded = self._exported(args) if self.cacheable else (None, False)
+                if exe is None:
+                    with _checks_as_nan() if self.cacheable else contextlib.nullcontext():
+                        lowered = self._jit.lower(*args)
+                    exe = lowered.compile()
+            finally:
+                _LOWERING.pop()
             dt, hit = time.perf_counter() - t0, loaded or STATS.cache_hits > hits
             STATS.compilations += 1
             STATS.loaded += hit

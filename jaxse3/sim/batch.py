@@ -14,6 +14,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from jaxse3._compile import Compiled
 from jaxse3.sim.dynamics import batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
 from jaxse3.sim.system import System
@@ -70,9 +71,14 @@ def simulate_batch(
     # numbers enter the compiled function as arrays, so one compilation serves every t_final, tolerance and step
     kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC and v is not None else v for k, v in kwargs.items()}
     batched = (batch_system, batch_inputs, batch_q0)
-    if kwargs.get("solver") == "newmark":
-        return _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs)
-    return _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs)
+    throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
+    run = _SIMULATE_STACKS if kwargs.get("solver") == "newmark" else _SIMULATE_BATCH
+    traj = run(system, inputs, q0, batched, chunk_size, kwargs)
+    if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
+        failed = int(jnp.sum(traj.result != 0))
+        raise RuntimeError(f"simulate_batch: {failed} of {traj.result.shape[0]} members failed ({traj.message}); "
+                           "pass throw=False to get the batch with each member's result code")  # fmt: skip
+    return traj
 
 
 def _split(args: tuple, batched: tuple[bool, ...]):
@@ -86,7 +92,6 @@ def _split(args: tuple, batched: tuple[bool, ...]):
     return tuple(m for m, _ in parts), rebuild
 
 
-@eqx.filter_jit
 def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     if chunk_size is None:
         in_axes = tuple(batch_axes(x, b) for x, b in zip((system, inputs, q0), batched))
@@ -101,7 +106,6 @@ def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajecto
     return jax.lax.map(one, mapped, batch_size=chunk_size)
 
 
-@eqx.filter_jit
 def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     """Newmark: chunks of ``chunk_size`` members (the last one padded by repeating the last member), each integrated
     as one stack, one chunk after the other."""
@@ -146,11 +150,26 @@ def solve_statics_batch(
         raise ValueError("solve_statics_batch: nothing is batched; give a (B, n_inputs) u or set batch_system")
     if kwargs.get("q0") is not None:
         check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
-    return _solve_statics_batch(system, u, batch_system, kwargs)
+    throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
+    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, kwargs)
+    if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
+        failed = int(jnp.sum(~sol.converged))
+        raise RuntimeError(f"solve_statics_batch: {failed} of {sol.converged.shape[0]} members did not converge; "
+                           "pass throw=False to inspect each member's result")  # fmt: skip
+    return sol
 
 
-@eqx.filter_jit
 def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
     one = lambda system, u: solve_statics(system, u, **kwargs)  # noqa: E731
     in_axes = (batch_axes(system, batch_system), None if u is None else 0)
     return eqx.filter_vmap(one, in_axes=in_axes)(system, u)
+
+
+def _describe(system, inputs, q0, batched, chunk_size, kwargs) -> str:
+    return f"{kwargs.get('solver', 'kvaerno5')}, {system.n_dof} DoF"
+
+
+_SIMULATE_BATCH = Compiled(_simulate_batch, "simulate_batch", _describe, cacheable=True)
+_SIMULATE_STACKS = Compiled(_simulate_stacks, "simulate_batch", _describe, cacheable=True)
+_SOLVE_STATICS_BATCH = Compiled(_solve_statics_batch, "solve_statics_batch",
+                                lambda system, *rest: f"{system.n_dof} DoF", cacheable=True)  # fmt: skip

@@ -34,7 +34,7 @@ import lineax as lx
 import numpy as np
 import optimistix as optx
 
-from jaxse3._compile import Compiled, compile_report
+from jaxse3._compile import Compiled, announce_trace, compile_report
 from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
@@ -434,6 +434,7 @@ def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cf
     with compile_report("simulate", _describe(system, inputs, axes, cfg)):
         carry, points0, u = _START(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg)
         if traced:
+            announce_trace("simulate", _describe(system, inputs, axes, cfg))
             segment = lambda c, w: _segment(system, inputs, axes, c, w, rtol, atol, cfg)  # noqa: E731
             carry, outs = jax.lax.scan(segment, carry, windows)
             q, qd, points = (jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])

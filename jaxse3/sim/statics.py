@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import optimistix as optx
 
-from jaxse3._compile import Compiled
+from jaxse3._compile import Compiled, announce_trace
 from jaxse3.rod.forces import Loads
 from jaxse3.rod.model import Rod
 from jaxse3.sim.system import System, finite_difference
@@ -160,6 +160,7 @@ def solve_statics(
         raise ValueError(f"solve_statics: q0 must have shape ({n},), got {q0.shape}")
     check_finite("solve_statics", "q0", q0)
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((system, u, q0, rtol, atol))):
+        announce_trace("solve_statics", f"{system.n_dof} DoF")
         return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
     # called with concrete values: a program without host callbacks (it enters the persistent cache, its first
     # compile is announced), and the failure raised from here
