@@ -1,0 +1,87 @@
+"""What a new user waits for: the main job cold and warm, and one vmap over many implicit CDM runs.
+
+1. ``jaxse3 run cdm`` as a user runs it (a subprocess), first with an empty compilation cache, then again with the
+   cache it left: the whole command's wall time, the compile time it reports and the simulation time it reports.
+   The same command with the persistent cache off (``JAXSE3_CACHE=0``) is the baseline of every run before caching.
+2. ``simulate_batch`` of B CDM runs (0.2 s each, different cable tensions): one ``vmap`` (``chunk_size=None``, which
+   hung in jaxlib's batched LAPACK kernels before they were routed around) against chunks of 8; both compiled first,
+   then timed (median of 3), results compared.
+
+Run on a quiet machine (``uptime`` load < 1.5): ``python benchmarks/first_hour.py [--batch 32]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _main_job(env_extra: dict[str, str], out: str) -> dict[str, float]:
+    env = {**os.environ, **env_extra}
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--out", out, "--no-progress"],
+                       capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    wall = time.perf_counter() - t0
+    compile_s = float(re.search(r"compile: ([\d.]+) s", r.stdout).group(1))
+    sim_s = float(re.search(r"simulated in ([\d.]+) s wall", r.stdout).group(1))
+    return {"command": wall, "compile": compile_s, "simulation": sim_s}
+
+
+def main_job_table() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cache, out = os.path.join(tmp, "cache"), os.path.join(tmp, "out")
+        rows = [("no cache (JAXSE3_CACHE=0)", _main_job({"JAXSE3_CACHE": "0"}, out)),
+                ("first run, empty cache", _main_job({"JAXSE3_CACHE": cache}, out)),
+                ("second run, warm cache", _main_job({"JAXSE3_CACHE": cache}, out))]  # fmt: skip
+    print("\njaxse3 run cdm (10 s of the CDM, Kvaerno5, rtol 1e-3), wall seconds")
+    print(f"{'run':28s} {'command':>8s} {'compile':>8s} {'simulation':>11s}")
+    for label, r in rows:
+        print(f"{label:28s} {r['command']:8.1f} {r['compile']:8.1f} {r['simulation']:11.2f}")
+    print(f"warm / cold command: {rows[2][1]['command'] / rows[1][1]['command']:.2f}")
+
+
+def batch_table(batch: int) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    jax.config.update("jax_enable_x64", True)
+    from jaxse3.sim import scenarios, simulate_batch
+
+    system = scenarios.cdm_system()
+    u = jnp.asarray(np.random.default_rng(0).uniform(0.0, 20.0, size=(batch, system.n_inputs)))
+    results, times = {}, {}
+    for label, chunk in (("one vmap (chunk_size=None)", None), ("chunks of 8", 8)):
+        run = lambda: jax.block_until_ready(simulate_batch(system, u, t_final=0.2, chunk_size=chunk))  # noqa: E731
+        t0 = time.perf_counter()
+        results[label] = run()
+        first = time.perf_counter() - t0
+        samples = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            run()
+            samples.append(time.perf_counter() - t0)
+        times[label] = (first, float(np.median(samples)))
+    a, b = results.values()
+    print(f"\nsimulate_batch: {batch} CDM runs of 0.2 s (Kvaerno5), wall seconds")
+    print(f"{'mode':28s} {'compile+1st':>11s} {'run':>7s}")
+    for label, (first, run_s) in times.items():
+        print(f"{label:28s} {first:11.1f} {run_s:7.2f}")
+    vmap_s, chunk_s = (t[1] for t in times.values())
+    print(f"one vmap / chunks: {vmap_s / chunk_s:.2f}; max |Δ tip| {float(jnp.max(jnp.abs(a.tip - b.tip))):.1e} m")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--skip-main-job", action="store_true")
+    a = p.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    if not a.skip_main_job:
+        main_job_table()
+    batch_table(a.batch)
