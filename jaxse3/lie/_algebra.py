@@ -3,7 +3,7 @@
 Everything in :mod:`jaxse3.lie.adpoly` is written once for "a matrix Lie algebra whose ad-matrix satisfies
 ad⁵ = −2φ²ad³ − φ⁴ad with φ = ‖rotation part‖" (seed 000 §3); so(3) (ad_x = x̃) and se(3) (ad_X = [[x̃,0],[ỹ,x̃]])
 both do. This module holds the few algebra-specific pieces: ad, adbar, and the embedding of the rotation part.
-All functions here act on single (unbatched) vectors; batching is done by :func:`jaxse3.lie._shapes.vectorize`.
+All functions here act on single (unbatched) vectors; batching is done by :func:`jaxse3.lie.shapes.batched`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from jaxse3.lie._algebra import Algebra
-from jaxse3.lie._shapes import batched
+from jaxse3.lie.shapes import batched
 from jaxse3.lie.rules import make_family
 
 

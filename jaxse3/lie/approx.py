@@ -44,7 +44,7 @@ import numpy as np
 
 from jaxse3.lie import adpoly
 from jaxse3.lie._algebra import SE3, SO3
-from jaxse3.lie._shapes import batched
+from jaxse3.lie.shapes import batched
 
 __all__ = [
     "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_jac", "dexp_inv_jac", "dexp_hess",

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from jaxse3.lie._algebra import skew, unskew
-from jaxse3.lie._shapes import batched
+from jaxse3.lie.shapes import batched
 
 __all__ = [
     "cay_so3", "cay_inv_so3", "dcay_so3", "dcay_inv_so3", "d_dcay_so3", "d_dcay_inv_so3",

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from jaxse3.lie import _api, coefficients
 from jaxse3.lie._algebra import SO3, skew, unskew
-from jaxse3.lie._shapes import batched
+from jaxse3.lie.shapes import batched
 from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
     cay_so3 as cay,
     cay_inv_so3 as cay_inv,

@@ -36,8 +36,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from jaxse3.lie._algebra import skew
-from jaxse3 import se3
+from jaxse3 import se3, so3
 
 __all__ = ["Tendon", "cdm_tendons", "tendon_tangents", "actuation_matrix", "actuation_derivative", "internal_forces",
            "internal_forces_derivatives", "Loads", "CylinderContact", "external_wrenches"]  # fmt: skip
@@ -114,7 +113,7 @@ def actuation_derivative(rod, q: jax.Array, u: jax.Array) -> jax.Array:
     t = Tg / nrm[..., None]
 
     def block(d, t, c):  # c = u_j/‖𝒯‖
-        dt, tt = skew(d), skew(t)
+        dt, tt = so3.hat(d), so3.hat(t)
         t2 = tt @ tt
         return c * jnp.block([[dt @ t2 @ dt, -dt @ t2], [t2 @ dt, -t2]])
 

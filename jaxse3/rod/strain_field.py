@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxse3 import se3, so3
-from jaxse3.lie._shapes import as_float, batched
+from jaxse3.lie.shapes import as_float, batched
 from jaxse3.lie.rules import RULE_CALLS
 from jaxse3.lie.tangents import accumulate, is_zero
 

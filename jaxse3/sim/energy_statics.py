@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import lineax as lx
 
 from jaxse3 import so3
-from jaxse3.lie._shapes import as_float
+from jaxse3.lie.shapes import as_float
 from jaxse3.rod.strain_field import StrainFieldRod, energy
 
 __all__ = ["RodLoads", "potential", "NewtonResult", "NewtonMinimiser", "solve_statics", "RESULT_MESSAGES"]

@@ -21,7 +21,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxse3.lie._algebra import skew
+from jaxse3.lie import so3
 
 Space = Literal["se3", "so3xr3"]
 SPACES: tuple[str, ...] = ("se3", "so3xr3")
@@ -78,7 +78,7 @@ class RigidBody(eqx.Module):
         SE(3): ``[−R ã, R]``; SO(3)×R³: ``[−R ã, I]`` (the blocks of seed 004 eqs. (50), (61)).
         """
         lin = R if self.space == "se3" else jnp.eye(3, dtype=R.dtype)
-        return jnp.concatenate([-R @ skew(point), lin], axis=1)
+        return jnp.concatenate([-R @ so3.hat(point), lin], axis=1)
 
     def point_bias(self, R: Float[Array, "3 3"], V: Float[Array, "6"], point: Float[Array, "3"]) -> Float[Array, "3"]:
         """``b`` with ``p̈ = J V̇ + b`` for ``p = R a + r`` (the velocity-product terms of seed 004 eqs. (53), (64)).
