@@ -9,8 +9,9 @@ trace (``jit``, ``vmap``, ``grad``) a :class:`Compiled` simply calls its functio
 **Across processes.** JAX's persistent cache saves XLA's work but not the tracing of the Python model (seconds for a
 rod). A ``cacheable`` :class:`Compiled` therefore also keeps its traced program, exported with :mod:`jax.export`, in
 ``<cache>/exported/`` under a key of everything it depends on: jaxse3's source, the versions of JAX and its
-libraries, the array shapes and dtypes, and the static values (functions by their qualified names). Arguments whose
-static values have no stable name (a lambda, a local function, an unknown object) are traced as usual.
+libraries, the array shapes and dtypes, and the static values (functions and classes by their qualified names, only those of
+jaxse3 and of those libraries). Arguments with any other static value (a lambda, a local function, a function or
+model class of the user's, whose code may change under the same name, an unknown object) are traced as usual.
 
 ``JAXSE3_VERBOSE=0`` silences the messages. :data:`STATS` counts compilations, their seconds and persistent-cache hits
 (the CLI reports them; tests use them to show that a second run is served from the cache).
@@ -137,6 +138,9 @@ def _signature(args: tuple) -> Any:
     return treedef, tuple(key)
 
 
+_KEYED_PACKAGES = ("jaxse3", "jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax", "numpy", "builtins")
+
+
 class _Unstable(Exception):
     """A static value without a name that is the same in every process."""
 
@@ -152,7 +156,9 @@ def _stable(obj: Any) -> str:
     if isinstance(obj, dict):
         return "dict(" + ",".join(f"{_stable(k)}:{_stable(v)}" for k, v in sorted(obj.items(), key=repr)) + ")"
     if isinstance(obj, (types.FunctionType, type)):
-        if "<" in obj.__qualname__:  # a lambda or a local function: its name says nothing about its code
+        # a name stands for the code only where the key covers that code: jaxse3's source (hashed) and the libraries
+        # whose versions are in the key; a user's function may change between runs under the same name
+        if "<" in obj.__qualname__ or obj.__module__.split(".")[0] not in _KEYED_PACKAGES:
             raise _Unstable(obj)
         return f"{obj.__module__}.{obj.__qualname__}"
     if isinstance(obj, eqx.Module):
@@ -171,7 +177,7 @@ def _environment() -> str:
             with open(os.path.join(folder, name), "rb") as fh:
                 digest.update(name.encode() + fh.read())
     versions = []
-    for package in ("jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax"):
+    for package in ("jax", "jaxlib", "equinox", "diffrax", "optimistix", "lineax", "numpy"):
         try:
             versions.append(f"{package}={importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:  # pragma: no cover
@@ -244,14 +250,15 @@ class Compiled:
             hits, t0 = STATS.cache_hits, time.perf_counter()
             _LOWERING.append(self.name)
             try:
-                exe, loaded = self._exported(args) if self.cacheable else (None, False)
+                exe, hit = self._exported(args) if self.cacheable else (None, False)
                 if exe is None:
                     with _checks_as_nan() if self.cacheable else contextlib.nullcontext():
                         lowered = self._jit.lower(*args)
                     exe = lowered.compile()
+                    hit = STATS.cache_hits > hits  # XLA's cache served it
             finally:
                 _LOWERING.pop()
-            dt, hit = time.perf_counter() - t0, loaded or STATS.cache_hits > hits
+            dt = time.perf_counter() - t0
             STATS.compilations += 1
             STATS.loaded += hit
             STATS.seconds += dt
