@@ -22,9 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rigid_derivatives import chunked  # noqa: E402
 from rigid_dynamics import _pin_time, benchmark_models  # noqa: E402
 
-from jaxse3.rigid import interop  # noqa: E402
-from jaxse3.rigid.rnea_derivatives import rnea_derivatives  # noqa: E402
-from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives  # noqa: E402
+from jaxse3.rigid import interop, rnea_derivatives, rnea_second_order_derivatives  # noqa: E402
 (label, m, pm), = benchmark_models(["HyQ"], [])
 B = 1000
 rng = np.random.default_rng(0)

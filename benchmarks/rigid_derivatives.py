@@ -37,25 +37,22 @@ from rigid_dynamics import ROBOTS, _pin_time, benchmark_models  # noqa: E402
 
 from jaxse3 import rigid  # noqa: E402
 from jaxse3.rigid import interop  # noqa: E402
-from jaxse3.rigid.configuration import integrate  # noqa: E402
-from jaxse3.rigid.rnea import _rnea  # noqa: E402
-from jaxse3.rigid.rnea_derivatives import rnea_derivatives  # noqa: E402
-from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives  # noqa: E402
+from jaxse3.rigid import integrate, rnea_autodiff, rnea_derivatives, rnea_second_order_derivatives  # noqa: E402
 
 
 def autodiff_first_order(m, q, v, a):
     z = jnp.zeros(m.nv)
-    return jax.jacfwd(lambda d, v, a: _rnea(m, integrate(m, q, d), v, a), (0, 1, 2))(z, v, a)
+    return jax.jacfwd(lambda d, v, a: rnea_autodiff(m, integrate(m, q, d), v, a), (0, 1, 2))(z, v, a)
 
 
 def autodiff_second_order(m, q, v, a):
     z = jnp.zeros(m.nv)
 
     def dtau_dq(d, v, a):
-        return jax.jacfwd(lambda e: _rnea(m, integrate(m, integrate(m, q, d), e), v, a))(z)
+        return jax.jacfwd(lambda e: rnea_autodiff(m, integrate(m, integrate(m, q, d), e), v, a))(z)
 
     Hqq, Hqv, dMT = jax.jacfwd(dtau_dq, (0, 1, 2))(z, v, a)
-    Hvv = jax.jacfwd(jax.jacfwd(lambda x: _rnea(m, q, x, a)))(v)
+    Hvv = jax.jacfwd(jax.jacfwd(lambda x: rnea_autodiff(m, q, x, a)))(v)
     return Hqq, Hvv, Hqv, jnp.swapaxes(dMT, 1, 2)  # ∂/∂a (∂τ/∂q) = dM[:, l, j] -> [row, col, q]
 
 

@@ -29,10 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from jaxse3 import rigid  # noqa: E402
 from jaxse3.lie.rules import RULE_CALLS  # noqa: E402
-from jaxse3.rigid.configuration import integrate  # noqa: E402
-from jaxse3.rigid.rnea import _rnea  # noqa: E402
-from jaxse3.rigid.rnea_derivatives import rnea, rnea_derivatives  # noqa: E402
-from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives  # noqa: E402
+from jaxse3.rigid import integrate, rnea, rnea_autodiff, rnea_derivatives, rnea_second_order_derivatives  # noqa: E402
 
 
 def load_model():
@@ -53,10 +50,10 @@ def check_against_autodiff(m, q, v, a):
         so = rnea_second_order_derivatives(m, q, v, a)
 
         def dtau_dq(d, v, a):
-            return jax.jacfwd(lambda e: _rnea(m, integrate(m, integrate(m, q, d), e), v, a))(z)
+            return jax.jacfwd(lambda e: rnea_autodiff(m, integrate(m, integrate(m, q, d), e), v, a))(z)
 
         Hqq, Hqv, dMT = jax.jacfwd(dtau_dq, (0, 1, 2))(z, v, a)
-        Hvv = jax.jacfwd(jax.jacfwd(lambda x: _rnea(m, q, x, a)))(v)
+        Hvv = jax.jacfwd(jax.jacfwd(lambda x: rnea_autodiff(m, q, x, a)))(v)
         return so, (Hqq, Hvv, Hqv, jnp.swapaxes(dMT, 1, 2))
 
     so, ref = both()

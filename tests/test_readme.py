@@ -7,10 +7,10 @@ import pytest
 
 @pytest.mark.slow
 def test_first_hour_block_runs(tmp_path, monkeypatch):
-    from jaxse3.rigid import robots
+    from jaxse3 import rigid
 
     try:
-        robots.example_robot_path("hyq")
+        rigid.example_robot_path("hyq")
     except ImportError:
         pytest.skip("example-robot-data is not installed (extra 'robots')")
     text = (pathlib.Path(__file__).parents[1] / "README.md").read_text()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.model import Model, spatial_inertia
+from jaxse3.rigid._model import Model, spatial_inertia
 
 __all__ = ["ModelBuilder", "auto_tree"]
 

@@ -1,4 +1,5 @@
-"""Configuration-space operations on the joint groups: ⊕ (integrate), ⊖ (difference), neutral and random q.
+"""Configuration-space operations on the joint groups: ⊕ (integrate), ⊖ (difference), neutral and random q, and the
+map :func:`tangent_of` of ambient tangents dq to tangent coordinates δ (used by the ``custom_jvp`` rules).
 
 The Lie-group joints use the right perturbation ``q ⊕ δ = q·exp(δ̂)`` (docs/conventions.md; seed 002 digest §3.1), so
 ``integrate(model, q, v, dt)`` moves spherical/free joints along the body angular velocity / body twist ``v``, and
@@ -12,9 +13,9 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.model import Model, check_vector
+from jaxse3.rigid._model import Model, check_vector
 
-__all__ = ["integrate", "difference", "neutral_configuration", "random_configuration"]
+__all__ = ["integrate", "difference", "neutral_configuration", "random_configuration", "tangent_of"]
 
 
 def integrate(model: Model, q: Array, v: Array, dt: float | Array = 1.0) -> Array:
@@ -44,3 +45,28 @@ def random_configuration(model: Model, key: Array, scale: float = 1.0) -> Array:
     """A random configuration: ``neutral ⊕ δ`` with δ ~ N(0, scale²) for each joint (uniform-ish rotations for scale ≳ 2)."""
     delta = scale * jax.random.normal(key, (model.nv,), dtype=model.inertias.dtype)
     return integrate(model, neutral_configuration(model), delta)
+
+
+def tangent_of(model: Model, q, dq):
+    """Map an ambient tangent ``dq`` (nq,) at ``q`` to tangent coordinates δ (nv,) of the right perturbation.
+
+    1-DoF joints: δ = dq. Spherical: δ = 2 vec(q̄ ⊗ dq) (unit quaternion q, Hamilton (w, x, y, z)). Free:
+    δ = (2 vec(q̄ ⊗ dq_quat), Rᵀ dp). The component of dq normal to the unit-quaternion sphere is dropped, so this
+    is the derivative of the configuration restricted to the manifold (what the analytical formulas give).
+    """
+    out = []
+    for i, jtype in enumerate(model.joint_types):
+        qi, dqi = q[model.q_slice(i)], dq[model.q_slice(i)]
+        if jtype == "spherical":
+            out.append(_quat_tangent(qi, dqi))
+        elif jtype == "free":
+            R = _joints.quat_to_rotation(qi[3:])
+            out.append(jnp.concatenate([_quat_tangent(qi[3:], dqi[3:]), R.T @ dqi[:3]]))
+        else:
+            out.append(dqi)
+    return jnp.concatenate(out)
+
+
+def _quat_tangent(quat, dquat):
+    conj = quat * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=quat.dtype)
+    return 2.0 * _joints.quat_multiply(conj, dquat)[1:]

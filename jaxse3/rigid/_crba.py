@@ -10,9 +10,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from jaxse3.rigid.kinematics import world_motion_subspaces, world_poses
-from jaxse3.rigid.model import Model, check_vector, tree_matrices
-from jaxse3.rigid.rnea import world_inertias
+from jaxse3.rigid._kinematics import world_motion_subspaces, world_poses
+from jaxse3.rigid._model import Model, check_vector
+from jaxse3.rigid._rnea import world_inertias
+from jaxse3.rigid._topology import tree_matrices
 
 __all__ = ["crba"]
 

@@ -2,7 +2,11 @@
 
 The bias ``h(q, v) = C(q, v) v + g(q)`` is the RNEA at zero acceleration (:func:`nonlinear_effects`). Cost O(n³) in
 the solve, which is cheap next to the unrolled recursions at the sizes of interest (n ≤ 50); seed 002 digest §6
-item 9 gives the derivatives of this map by the chain rule (``jaxse3.rigid.forward_dynamics_derivatives``).
+item 9 gives the derivatives of this map by the chain rule (:mod:`jaxse3.rigid._forward_dynamics_derivatives`,
+:mod:`jaxse3.rigid._forward_dynamics_second_order_derivatives`).
+
+:func:`forward_dynamics` here is the plain map (ordinary autodiff through CRBA, RNEA and the solve); the public
+``jaxse3.rigid.forward_dynamics`` has the same value with the ``custom_jvp`` rule of :mod:`jaxse3.rigid._rules`.
 """
 
 from __future__ import annotations
@@ -11,9 +15,9 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array
 
-from jaxse3.rigid.crba import _crba
-from jaxse3.rigid.model import Model, check_vector
-from jaxse3.rigid.rnea import _rnea, check_state
+from jaxse3.rigid._crba import _crba
+from jaxse3.rigid._model import Model, check_state, check_vector
+from jaxse3.rigid._rnea import _rnea
 
 __all__ = ["nonlinear_effects", "forward_dynamics"]
 

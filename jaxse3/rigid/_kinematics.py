@@ -3,7 +3,7 @@
 The traced programs are vectorised over bodies so that their size (and XLA compile time) does not grow with the number
 of bodies: joint transforms are evaluated per joint type in one batch, world poses by depth level (one batched
 composition per level), and sums over ancestors/subtrees are products with the constant 0/1 matrices of
-:func:`jaxse3.rigid.model.tree_matrices`. All functions are unbatched in the state (``vmap`` for batches).
+:func:`jaxse3.rigid._topology.tree_matrices`. All functions are unbatched in the state (``vmap`` for batches).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from jaxtyping import Array
 
 from jaxse3.rigid import _spatial
 from jaxse3.rigid import joints as _joints
-from jaxse3.rigid.model import Model, check_vector, tree_matrices
+from jaxse3.rigid._model import Model, check_vector
+from jaxse3.rigid._topology import tree_matrices
 
 __all__ = ["forward_kinematics", "body_jacobians", "local_poses", "world_poses", "world_motion_subspaces"]
 

@@ -14,12 +14,12 @@ Conventions (docs/conventions.md, Featherstone):
 * q and v are the concatenation of the joint slices in body order (``q_index``, ``v_index``); spherical joints store
   a unit quaternion (w, x, y, z), free joints the position (3) then a unit quaternion (w, x, y, z); their velocities
   are body angular velocities / body twists (ω, v) in the child frame (see :mod:`jaxse3.rigid.joints`).
+
+The trace-time checks of states that every public function runs are here too (:func:`check_vector`,
+:func:`check_state`, :func:`check_quaternions`); the index tables of the tree are in :mod:`jaxse3.rigid._topology`.
 """
 
 from __future__ import annotations
-
-import functools
-from typing import NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from jaxtyping import Array
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._spatial import skew
 
-__all__ = ["Model", "spatial_inertia", "check_vector", "check_quaternions", "TreeMatrices", "tree_matrices"]
+__all__ = ["Model", "spatial_inertia", "check_vector", "check_state", "check_quaternions"]
 
 
 class Model(eqx.Module):
@@ -156,6 +156,20 @@ def check_vector(fname: str, model: Model, name: str, x, size_name: str):
     return x
 
 
+def check_state(fname: str, model: Model, q, v=None, a=None, f_ext=None):
+    """Trace-time shape checks of a state: q (nq,), v and a (nv,), f_ext (nb, 6) or None. Returns the arrays."""
+    out = [check_vector(fname, model, "q", q, "nq")]
+    for name, x in (("v", v), ("a", a)):
+        if x is not None:
+            out.append(check_vector(fname, model, name, x, "nv"))
+    if f_ext is not None:
+        f_ext = jnp.asarray(f_ext)
+        if f_ext.shape != (model.nb, 6):
+            raise ValueError(f"{fname}: f_ext must have shape (nb, 6) = ({model.nb}, 6), got {f_ext.shape}")
+        out.append(f_ext)
+    return out
+
+
 def check_quaternions(fname: str, model: Model, name: str, q: Array) -> Array:
     """Run-time check that the quaternions of the spherical and free joints in the configuration ``q`` have unit
     norm, ``|‖quat‖ − 1| ≤ max(1e-6, √ε)`` (1e-6 in float64, 3.5e-4 in float32); returns ``q`` unchanged.
@@ -175,37 +189,3 @@ def check_quaternions(fname: str, model: Model, name: str, q: Array) -> Array:
                 f"{model.names[i]!r}, does not have unit norm (tolerance {tol:.1e}); normalise it"
                 for i, start in quats]  # fmt: skip
     return eqx.branched_error_if(q, jnp.any(bad), jnp.argmax(bad), messages)
-
-
-class TreeMatrices(NamedTuple):
-    """Constant index and 0/1 arrays of a tree (numpy, built at trace time from the static topology).
-
-    ``joint[a]``: body (joint) of DoF a; ``support[i, k] = 1`` iff i ⪯ k (i on the path from k to the root);
-    ``body_dof[i, a] = 1`` iff joint(a) ⪯ i; ``levels``: body indices grouped by depth (roots first).
-    """
-
-    joint: np.ndarray  # (nv,) int
-    support: np.ndarray  # (nb, nb)
-    body_dof: np.ndarray  # (nb, nv)
-    levels: tuple[np.ndarray, ...]
-
-
-@functools.lru_cache(maxsize=None)
-def _tree_matrices(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> TreeMatrices:
-    nb = len(parents)
-    support = np.eye(nb)
-    depth = np.zeros(nb, dtype=int)
-    for k in range(nb):
-        i = parents[k]
-        depth[k] = 0 if i < 0 else depth[i] + 1
-        while i >= 0:
-            support[i, k] = 1.0
-            i = parents[i]
-    joint = np.repeat(np.arange(nb), [_joints.NV[t] for t in joint_types])
-    levels = tuple(np.flatnonzero(depth == d) for d in range(depth.max() + 1))
-    return TreeMatrices(joint, support, support[joint].T.copy(), levels)
-
-
-def tree_matrices(model: Model) -> TreeMatrices:
-    """The :class:`TreeMatrices` of ``model`` (cached per topology)."""
-    return _tree_matrices(model.parents, model.joint_types)

@@ -1,7 +1,7 @@
 """Recursive Newton–Euler algorithm: inverse dynamics τ = ID(q, v, a, f_ext) (Featherstone; seed 002 digest §1.4).
 
 Ground-frame form of seed 002 §II (digest §1.4), vectorised over bodies (sums over ancestors and subtrees are
-products with the constant 0/1 matrices of :func:`jaxse3.rigid.model.tree_matrices`, so the traced program does not
+products with the constant 0/1 matrices of :func:`jaxse3.rigid._topology.tree_matrices`, so the traced program does not
 grow with the number of bodies):
 
     v_i = Σ_{j⪯i} S_j q̇_j,   a_i = −a_g + Σ_{j⪯i} (S_j q̈_j + v_j × S_j q̇_j)      (S̊ = 0; gravity as a_0 = −a_g)
@@ -10,10 +10,9 @@ grow with the number of bodies):
 with S_i, I_i the ground-frame motion subspaces and inertias at q (``s = Ad_{H_i} S_i^local``, ``I = Ad_{H_i}^{-T}
 I^body Ad_{H_i}^{-1}``).
 
-Coordination with the analytical derivatives (``jaxse3.rigid.rnea_derivatives``, which imports this module): ``_rnea``
-is the plain core (no checks, differentiable by ordinary autodiff). The public :func:`rnea` checks shapes and calls
-``_rnea``; the derivatives module wraps ``_rnea`` in the ``custom_jvp`` built from seed 002 eqs. (7)–(8), and
-``jaxse3.rigid`` exports that wrapped version as ``jaxse3.rigid.rnea``.
+``_rnea`` is the plain core (no checks, differentiable by ordinary autodiff through the recursion); the public
+:func:`rnea_autodiff` checks the state and calls it. The public ``jaxse3.rigid.rnea`` is the same core wrapped in the
+``custom_jvp`` of the analytical derivatives (seed 002 eqs. (7)–(8)), registered in :mod:`jaxse3.rigid._rules`.
 """
 
 from __future__ import annotations
@@ -22,24 +21,11 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from jaxse3.rigid import _spatial
-from jaxse3.rigid.kinematics import world_motion_subspaces, world_poses
-from jaxse3.rigid.model import Model, check_vector, tree_matrices
+from jaxse3.rigid._kinematics import world_motion_subspaces, world_poses
+from jaxse3.rigid._model import Model, check_state
+from jaxse3.rigid._topology import tree_matrices
 
-__all__ = ["rnea", "check_state", "world_inertias"]
-
-
-def check_state(fname: str, model: Model, q, v=None, a=None, f_ext=None):
-    """Trace-time shape checks of a state: q (nq,), v and a (nv,), f_ext (nb, 6) or None. Returns the arrays."""
-    out = [check_vector(fname, model, "q", q, "nq")]
-    for name, x in (("v", v), ("a", a)):
-        if x is not None:
-            out.append(check_vector(fname, model, name, x, "nv"))
-    if f_ext is not None:
-        f_ext = jnp.asarray(f_ext)
-        if f_ext.shape != (model.nb, 6):
-            raise ValueError(f"{fname}: f_ext must have shape (nb, 6) = ({model.nb}, 6), got {f_ext.shape}")
-        out.append(f_ext)
-    return out
+__all__ = ["rnea_autodiff", "world_inertias"]
 
 
 def _rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:
@@ -65,12 +51,14 @@ def world_inertias(R: Array, p: Array, inertias: Array) -> _spatial.Inertia:
     return _spatial.inertia_to_parent(R, p, _spatial.inertia_parts(inertias))
 
 
-def rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:
-    """Inverse dynamics τ = M(q) a + C(q, v) v + g(q) − Σ J_iᵀ f_ext,i, shape (nv,).
+def rnea_autodiff(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:
+    """Inverse dynamics with the value and arguments of :func:`jaxse3.rigid.rnea` but no ``custom_jvp`` rule: JAX
+    differentiates the recursion itself. The autodiff reference for the analytical derivatives (slower, and its
+    compile time grows with every nested derivative).
 
     ``q`` (nq,), ``v`` and ``a`` (nv,) (velocities of spherical/free joints are body twists in the child frame),
     ``f_ext`` (nb, 6): external wrench (moment, force) applied to each body, expressed in the body's frame (about its
     origin), or None. Unbatched: ``jax.vmap`` over states. Gravity is ``model.gravity`` (world frame).
     """
-    args = check_state("rnea", model, q, v, a, f_ext)
+    args = check_state("rnea_autodiff", model, q, v, a, f_ext)
     return _rnea(model, *args)

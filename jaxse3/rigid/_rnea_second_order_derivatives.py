@@ -19,15 +19,15 @@ two terms ``± u(a, b) · w(c)`` of a u and a column w of S, Ψ̇, Ψ̈ or Ṡ +
 the pieces of one tensor have disjoint supports (their sum is Algorithm 1's sequence of writes).
 
 Work proportional to the chains (digest §9): the u's are computed only for the chain pairs (a, b), ``joint(b) ⪯
-joint(a)``, in the chain layout of :mod:`jaxse3.rigid._chains` (n × L pairs, L − 1 = the most DoFs on one root path,
+joint(a)``, in the chain layout of :mod:`jaxse3.rigid._topology` (n × L pairs, L − 1 = the most DoFs on one root path,
 instead of n²), as batched 6×6 products per (A, x), or cross products ``x ×* f`` where A = f×̄*. Every piece has
 ``c ⪯ b ⪯ a``, and a value is evaluated only at the (a, b, c) where some piece needs it (index tables built once per
 tree at trace time, numpy), each as an unrolled 6-term dot of gathered components, which XLA fuses into one loop per
 value (for HyQ, n = 18: ≈ 6 000 entries in all, against 16·n²·L 12-dots for dense tables of u and W rows). Each
 tensor is then **one** gather from the concatenated values, structurally zero entries pointing at an appended exact
-zero: no n³ mask products, no scatters. The contractions of the ``custom_jvp`` rule
-(:func:`second_order_contractions`) never form an n³ array: every piece is a product of two-index factors, so its
-contraction with a tangent along any axis is an einsum of n²-sized operands.
+zero: no n³ mask products, no scatters. The contractions of the ``custom_jvp`` rule of ``jaxse3.rigid.rnea_derivatives``
+(:func:`second_order_contractions`, registered in :mod:`jaxse3.rigid._rules`) never form an n³ array: every piece is
+a product of two-index factors, so its contraction with a tangent along any axis is an einsum of n²-sized operands.
 
 Errata applied (digest §7): loop index of line 2; ``I×s_p`` → ``I(s_p×)`` in lines 18, 20; the composite force
 ``f_i^C`` in line 22; ``B`` without the ½ of eq. (6) throughout.
@@ -43,10 +43,10 @@ import numpy as np
 from jaxtyping import Array
 
 from jaxse3.rigid import _spatial
-from jaxse3.rigid._chains import Chains, chains, chains_of
-from jaxse3.rigid.model import Model
-from jaxse3.rigid.rnea import check_state
-from jaxse3.rigid.rnea_derivatives import CoriolisBlocks, crf_bar, crf_times, cross_sandwich, ground_pass
+from jaxse3.rigid._model import Model, check_state
+from jaxse3.rigid._rnea_derivatives import ground_pass
+from jaxse3.rigid._spatial import CoriolisBlocks, crf_bar, crf_times, cross_sandwich
+from jaxse3.rigid._topology import Chains, chains, chains_of
 
 __all__ = ["rnea_second_order_derivatives", "second_order_contractions", "PIECES"]
 

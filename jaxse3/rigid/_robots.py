@@ -13,8 +13,8 @@ import difflib
 import importlib.metadata
 import pathlib
 
-from jaxse3.rigid.model import Model
-from jaxse3.rigid.urdf import from_urdf
+from jaxse3.rigid._model import Model
+from jaxse3.rigid._urdf import from_urdf
 
 __all__ = ["EXAMPLE_ROBOTS", "example_robot", "example_robot_path"]
 

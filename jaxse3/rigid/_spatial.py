@@ -1,5 +1,10 @@
 """Spatial-vector algebra, angular part first (Featherstone; docs/conventions.md; seed 002 digest §1.1).
 
+Everything the rigid algorithms need from spatial algebra, in one place: cross products of motion and force vectors
+and the changes of frame (:func:`cross_motion`, :func:`cross_force`, :func:`motion_to_child`, :func:`motion_to_parent`,
+:func:`force_to_parent`), spatial inertias by their parts (:class:`Inertia`), and the cross-product matrices of IDSVA
+(seed 002 eqs. (3)–(4), (6): :func:`crf_bar`, :func:`crf_times`, :func:`cross_sandwich`, :class:`CoriolisBlocks`).
+
 For the pose ``H = (R, p)`` of a child frame in its parent frame, ``Ad_{H⁻¹}`` maps motion vectors from parent to
 child coordinates and ``Ad_{H⁻¹}ᵀ`` maps wrenches from child to parent coordinates. The vector functions work on
 (..., 6) arrays (the last axis holds the spatial vector, so a (k, 6) array is k vectors) and are written with 3×3
@@ -12,6 +17,8 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 from jaxtyping import Array
+
+from jaxse3.lie import se3 as _se3
 
 
 def skew(x):
@@ -94,3 +101,56 @@ def inertia_to_parent(R: Array, p: Array, inertia: Inertia) -> Inertia:
     RA = jnp.einsum("...ij,...jk->...ik", R, inertia.A)
     A = jnp.einsum("...ij,...kj->...ik", RA, R) - skew(p) @ skew(hR) - skew(h) @ skew(p)
     return Inertia(A, h, inertia.m)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# spatial cross-product matrices (seed 002 eqs. (3)–(4) and the swapped force cross of digest §1.1)
+
+
+def crf_bar(f):
+    """f×̄*, defined by (f×̄*) v = (v×*) f; equals −adbar_f and is skew-symmetric (digest §1.1)."""
+    return -_se3.adbar(f)
+
+
+def crf_times(x, M):
+    """(x×*) M for any 6×6 ``M`` (batched), as cross products on the columns of M (cheaper than a 6×6 product)."""
+    return jnp.swapaxes(cross_force(x[..., None, :], jnp.swapaxes(M, -1, -2)), -1, -2)
+
+
+def cross_sandwich(x, M):
+    """(x×*) M − M (x×) for any 6×6 ``M`` (batched); ``M (x×)`` has rows ``−(x×*) M[r, :]`` since ``(x×)ᵀ = −x×*``."""
+    return crf_times(x, M) + cross_force(x[..., None, :], M)
+
+
+class CoriolisBlocks(NamedTuple):
+    """B(I, x) = (x×*) I − I (x×) + (I x)×̄*, **twice** the body Coriolis factor of eq. (6) (Algorithm 1 lines 9,
+    15), for a spatial inertia I = (A, h, m) (:class:`Inertia`). Its right block column
+    vanishes: ``B = [[X, 0], [−2 f̃, 0]]`` with ``X = [ω̃, A] − ũh̃ − h̃ũ − ñ`` and
+    ``(n, f) = I x`` for x = (ω, u) (the m terms cancel, and the upper-right block is ``(ω × h + m u − f)~ = 0``).
+    B is linear in (X, f), so composites are sums of blocks."""
+
+    X: Array  # (..., 3, 3)
+    f: Array  # (..., 3)
+
+    @classmethod
+    def of(cls, inertia: Inertia, x, momentum) -> "CoriolisBlocks":
+        """The blocks of B(I, x), given ``momentum = I x``."""
+        W, U, H = skew(x[..., :3]), skew(x[..., 3:]), skew(inertia.h)
+        WA, UH = W @ inertia.A, U @ H
+        return cls(WA + jnp.swapaxes(WA, -1, -2) - UH - jnp.swapaxes(UH, -1, -2) - skew(momentum[..., :3]),
+                   momentum[..., 3:])  # fmt: skip
+
+    def matrix(self) -> Array:
+        """The 6×6 matrix."""
+        z = jnp.zeros_like(self.X)
+        return jnp.concatenate([jnp.concatenate([self.X, z], -1), jnp.concatenate([-2.0 * skew(self.f), z], -1)],
+                               -2)  # fmt: skip
+
+    def apply(self, y):
+        """B y = (X y_ω, −2 f × y_ω)."""
+        return jnp.concatenate([_rot(self.X, y[..., :3]), -2.0 * jnp.cross(self.f, y[..., :3])], -1)
+
+    def apply_transpose(self, y):
+        """Bᵀ y = (Xᵀ y_ω + 2 f × y_v, 0)."""
+        return jnp.concatenate([_rot(jnp.swapaxes(self.X, -1, -2), y[..., :3]) + 2.0 * jnp.cross(self.f, y[..., 3:]),
+                                jnp.zeros_like(y[..., 3:])], -1)  # fmt: skip

@@ -28,8 +28,8 @@ from xml.etree import ElementTree
 
 import numpy as np
 
-from jaxse3.rigid.builders import ModelBuilder
-from jaxse3.rigid.model import Model
+from jaxse3.rigid._builders import ModelBuilder
+from jaxse3.rigid._model import Model
 
 __all__ = ["from_urdf"]
 

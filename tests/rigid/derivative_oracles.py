@@ -2,7 +2,7 @@
 
 The oracle is a plain RNEA differentiated by nested ``jax.jacfwd`` in tangent coordinates:
 ``∂τ/∂q[:, j] = d/dε τ(q ⊕ ε e_j)`` and, with the order of digest 002 §3.1, ``H[:, j, k] = d/dδ_k [d/dε_j τ((q ⊕ δ) ⊕ ε)]``.
-The plain RNEA is the library's body-frame recursion ``jaxse3.rigid.rnea._rnea`` (no custom rules; a different
+The plain RNEA is the library's body-frame recursion ``jaxse3.rigid._rnea._rnea`` (no custom rules; a different
 formulation from the ground-frame IDSVA under test, and itself checked against :mod:`tests.rigid.reference` in
 ``test_rnea.py``): nesting two more ``jacfwd`` levels over the reference, which is already built from nested autodiff,
 takes minutes of XLA compilation per model. The first-order derivatives are also checked against the reference itself
@@ -16,10 +16,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxse3.rigid.configuration import integrate
-from jaxse3.rigid.rnea import _rnea
-from jaxse3.rigid.rnea_derivatives import rnea_derivatives
-from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives
+from jaxse3.rigid import integrate, rnea_derivatives, rnea_second_order_derivatives
+from jaxse3.rigid._rnea import _rnea  # the unchecked core, without custom rules: the oracle
 from tests.rigid import conftest, reference
 
 

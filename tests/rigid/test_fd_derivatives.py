@@ -8,10 +8,9 @@ import jax.numpy as jnp
 import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
-from jaxse3.rigid.configuration import integrate
-from jaxse3.rigid.forward_dynamics import forward_dynamics as plain_forward_dynamics
-from jaxse3.rigid.forward_dynamics_derivatives import (forward_dynamics, forward_dynamics_derivatives,
-                                                       forward_dynamics_second_order_derivatives)  # fmt: skip
+from jaxse3.rigid import (forward_dynamics, forward_dynamics_derivatives, forward_dynamics_second_order_derivatives,
+                          integrate)  # fmt: skip
+from jaxse3.rigid._forward_dynamics import forward_dynamics as plain_forward_dynamics
 from tests.rigid import conftest
 from tests.rigid.derivative_oracles import relative_error
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import rigid
-from jaxse3.rigid.rnea_derivatives import _rnea_differentiable
+from jaxse3.rigid._rules import _rnea_differentiable
 from tests.conftest import FAST_COMPILE
 from tests.rigid import conftest
 

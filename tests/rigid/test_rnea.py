@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import rigid
+from jaxse3.lie.rules import RULE_CALLS
 from tests.rigid import reference
 from tests.rigid.conftest import MODEL_NAMES, jit, model, random_state
 
@@ -91,6 +92,19 @@ def test_external_wrench_is_virtual_power():
     q, v, a, f = random_state(m, seed=5)
     delta = jit["rnea"](m, q, v, a, f) - jit["rnea"](m, q, v, a)
     np.testing.assert_allclose(delta, -jnp.einsum("bin,bi->n", jit["body_jacobians"](m, q), f), rtol=1e-12, atol=1e-12)
+
+
+def test_rnea_autodiff_is_rnea_without_rules():
+    """``rnea_autodiff`` has the value of ``rnea`` and, by autodiff through the recursion (no custom rule called),
+    the Jacobians of IDSVA FO."""
+    m = model("floating")
+    q, v, a, f = random_state(m, seed=6)
+    calls = sum(RULE_CALLS.values())
+    tau, dtau_dv = jax.jit(lambda: (rigid.rnea_autodiff(m, q, v, a, f),
+                                    jax.jacfwd(lambda x: rigid.rnea_autodiff(m, q, x, a, f))(v)))()  # fmt: skip
+    assert sum(RULE_CALLS.values()) == calls
+    np.testing.assert_allclose(tau, jit["rnea"](m, q, v, a, f), rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(dtau_dv, rigid.rnea_derivatives(m, q, v, a, f)[1], rtol=1e-11, atol=1e-11)
 
 
 def test_wrong_sizes_raise_naming_nq_nv():

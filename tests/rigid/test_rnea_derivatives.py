@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
-from jaxse3.rigid.configuration import integrate
-from jaxse3.rigid.rnea_derivatives import ground_pass, rnea, rnea_derivatives, topology
+from jaxse3.rigid import integrate, rnea, rnea_derivatives
+from jaxse3.rigid._rnea_derivatives import ground_pass
+from jaxse3.rigid._topology import topology
 from tests.rigid import conftest, reference
 from tests.rigid.derivative_oracles import plain_rnea, relative_error
 from tests.rigid.test_rnea_second_order_derivatives import FAST
@@ -106,7 +107,7 @@ def test_inertia_parts_and_coriolis_blocks():
     """The by-parts spatial-inertia transform and the block form of B(I, x) equal their 6×6 definitions
     (Xᵀ I X with X = Ad_{H⁻¹} = [[Rᵀ, 0], [−Rᵀp̃, Rᵀ]]; (x×*) I − I (x×) + (I x)×̄* with the matrices written here)."""
     from jaxse3.rigid import _spatial, spatial_inertia
-    from jaxse3.rigid.rnea_derivatives import CoriolisBlocks
+    from jaxse3.rigid._spatial import CoriolisBlocks
 
     rng = np.random.default_rng(3)
     def hat(x):

@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxse3.rigid.configuration import integrate
-from jaxse3.rigid.rnea_derivatives import _first_order, topology
-from jaxse3.rigid.rnea_second_order_derivatives import rnea_second_order_derivatives, second_order_contractions
+from jaxse3.rigid import integrate, rnea_second_order_derivatives
+from jaxse3.rigid._rnea_derivatives import _first_order
+from jaxse3.rigid._rnea_second_order_derivatives import second_order_contractions
+from jaxse3.rigid._topology import topology
 from tests.rigid import conftest
 from tests.rigid.derivative_oracles import comparison, relative_error
 

@@ -15,12 +15,12 @@ import pytest
 pytest.importorskip("urdf_parser_py")
 
 from jaxse3 import rigid  # noqa: E402
-from jaxse3.rigid import interop, robots  # noqa: E402
+from jaxse3.rigid import _robots, interop  # noqa: E402
 
 
 def _robots_dir():
     try:
-        return robots._robots_dir()
+        return _robots._robots_dir()
     except ImportError:
         pytest.skip("example-robot-data is not installed")
 
