@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 from _timing import time_group  # noqa: E402
 from heavy_top import OMEGA0, reference, top_term  # noqa: E402
 
-from jaxse3.integrate._newton import newton_statistics  # noqa: E402
+from jaxse3.integrate import newton_statistics  # noqa: E402
 from jaxse3.integrate.generalized_alpha import GeneralizedAlpha  # noqa: E402
 
 CASES = [("exp", True), ("cayley", True), ("exp", False), ("cayley", False)]

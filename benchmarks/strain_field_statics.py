@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _timing import time_group, time_jit  # noqa: E402
 
 from jaxse3.lie import adpoly, rules  # noqa: E402
-from jaxse3.lie._algebra import SE3  # noqa: E402
+from jaxse3.lie import SE3  # noqa: E402
 from jaxse3.rod import strain_field as sf  # noqa: E402
 from jaxse3.sim import energy_statics as es  # noqa: E402
 

@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 
 from jaxse3 import so3  # noqa: E402
-from jaxse3.integrate._newton import newton_statistics  # noqa: E402
+from jaxse3.integrate import newton_statistics  # noqa: E402
 from jaxse3.integrate.generalized_alpha import GeneralizedAlpha, LieGroupMechanicalTerm  # noqa: E402
 
 MASS = 15.0

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 
 from jaxse3 import approx, se3, so3  # noqa: E402
 from jaxse3.lie import adpoly, coefficients  # noqa: E402
-from jaxse3.lie._algebra import SE3  # noqa: E402
+from jaxse3.lie import SE3  # noqa: E402
 from jaxse3.rod import strain_field as sf  # noqa: E402
 
 L, E, G, AREA, I_SEC = 100.0, 10.0, 0.3, 64.0, 8.0**4 / 12.0  # I = 341.33… mm⁴

@@ -12,7 +12,7 @@ from jaxse3 import _runtime
 
 _runtime.configure()
 
-from jaxse3.lie import approx, se3, so3  # noqa: E402
+from jaxse3 import approx, se3, so3  # noqa: E402 - the public alias modules of jaxse3.lie's
 
 __version__ = "0.1.0"
 __all__ = ["approx", "se3", "so3", "__version__"]

@@ -112,14 +112,7 @@ def test_walk_finds_the_modules():
 
 #: packages whose attributes shadow submodules, to be fixed there (renaming the module private, as in jaxse3.rigid, or
 #: binding the module); each entry is an expected failure until then
-_SHADOWED = {
-    "jaxse3": "jaxse3/__init__.py binds approx, se3 and so3 to jaxse3.lie's modules, not to the alias modules "
-    "jaxse3/approx.py, se3.py and so3.py (jaxse3.se3 changes identity once `import jaxse3.se3` runs)",
-    "jaxse3.rigid.absolute": "jaxse3.rigid.absolute.simulate is the function simulate, which shadows the module "
-    "jaxse3/rigid/absolute/simulate.py",
-    "jaxse3.rod": "jaxse3.rod.inverse_dynamics is the function inverse_dynamics, which shadows the module "
-    "jaxse3/rod/inverse_dynamics.py",
-}
+_SHADOWED: dict[str, str] = {}  # package -> why a submodule is shadowed (none today)
 
 
 @pytest.mark.parametrize("package", [
@@ -230,11 +223,7 @@ def _private_imports_from_outside() -> dict[str, list[str]]:
 
 #: private modules imported from outside their package, to be removed by making those modules public or the names
 #: re-exported; each entry is an expected failure until then
-_KNOWN_PRIVATE_IMPORTS = {
-    "integrate": "jaxse3.integrate._newton is imported by examples/heavy_top.py and "
-    "benchmarks/bench_generalized_alpha.py",
-    "lie": "jaxse3.lie._algebra is imported by examples/strain_field_rod.py and benchmarks/strain_field_statics.py",
-}
+_KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}  # package -> who imports its private modules (none today)
 _SUBPACKAGES = sorted({name.split(".")[1] for name in PACKAGES if name != "jaxse3"})
 
 

@@ -55,7 +55,7 @@ from jaxse3.rod.forces import (
     internal_forces_derivatives,
 )
 from jaxse3.rod.geometry import CircularSection, Material, RectangularSection, gauss_points
-from jaxse3.rod.inverse_dynamics import (
+from jaxse3.rod._inverse_dynamics import (
     ROD_RULE_CALLS,
     RNEAResult,
     inverse_dynamics,

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from jaxse3.lie.tangents import accumulate, jvp_of_rest
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
-from jaxse3.rod.inverse_dynamics import ROD_RULE_CALLS, rnea
+from jaxse3.rod._inverse_dynamics import ROD_RULE_CALLS, rnea
 from jaxse3.rod.kinematics import check_state
 
 __all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]

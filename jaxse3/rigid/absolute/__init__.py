@@ -6,7 +6,7 @@
   :func:`ground_joint`, :func:`body_joint`;
 - :mod:`~jaxse3.rigid.absolute.system`: :class:`MultibodySystem` (index-1 KKT accelerations as a left-trivialised
   vector field for the RKMK solvers, energy and constraint monitors);
-- :mod:`~jaxse3.rigid.absolute.simulate`: :func:`simulate` (diffrax run with monitors);
+- :func:`simulate` (diffrax run with monitors);
 - :mod:`~jaxse3.rigid.absolute.examples`: the paper's four systems (heavy top, spherical double pendulum, floating
   pair, spherical 3-bar linkage) with consistent initial conditions.
 """
@@ -14,7 +14,7 @@
 from jaxse3.rigid.absolute.bodies import SPACES, RigidBody, box
 from jaxse3.rigid.absolute.examples import EXAMPLES, Example, double_pendulum, floating_pair, heavy_top, three_bar
 from jaxse3.rigid.absolute.joints import SphericalJoint, body_joint, ground_joint
-from jaxse3.rigid.absolute.simulate import Trajectory, simulate
+from jaxse3.rigid.absolute._simulate import Trajectory, simulate
 from jaxse3.rigid.absolute.system import MultibodySystem
 
 __all__ = [
