@@ -9,8 +9,8 @@ trace (``jit``, ``vmap``, ``grad``) a :class:`Compiled` simply calls its functio
 **Across processes.** JAX's persistent cache saves XLA's work but not the tracing of the Python model (seconds for a
 rod). A ``cacheable`` :class:`Compiled` therefore also keeps its traced program, exported with :mod:`jax.export`, in
 ``<cache>/exported/`` under a key of everything it depends on: jaxse3's source, the versions of JAX and its
-libraries, the array shapes and dtypes, and the static values (functions and classes by their qualified names, only those of
-jaxse3 and of those libraries). Arguments with any other static value (a lambda, a local function, a function or
+libraries, the array shapes and dtypes, and the static values (functions and classes by their qualified names,
+only those of jaxse3 and of those libraries). Arguments with any other static value (a lambda, a local function, a function or
 model class of the user's, whose code may change under the same name, an unknown object) are traced as usual.
 
 ``JAXSE3_VERBOSE=0`` silences the messages. :data:`STATS` counts compilations, their seconds and persistent-cache hits
@@ -117,7 +117,8 @@ def _checks_as_nan() -> Iterator[None]:
     is then compiled on every run, but correct)."""
     from equinox import _errors  # noqa: PLC0415
 
-    impl, jitted = getattr(_errors, "branched_error_if_impl", None), getattr(_errors, "branched_error_if_impl_jit", None)
+    impl = getattr(_errors, "branched_error_if_impl", None)
+    jitted = getattr(_errors, "branched_error_if_impl_jit", None)
     if impl is None or jitted is None:
         yield
         return

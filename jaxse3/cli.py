@@ -52,7 +52,8 @@ def _positive(kind):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxse3", description="jaxse3 built-in examples; the main job is 'jaxse3 run cdm'")
+    description = "jaxse3 built-in examples; the main job is 'jaxse3 run cdm'"
+    parser = argparse.ArgumentParser(prog="jaxse3", description=description)
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("list", help="list the built-in examples")
     d = sub.add_parser("demo", help="the demo of the SE(3) core (same as 'run lie-demo'; the default)")

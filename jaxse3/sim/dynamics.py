@@ -372,8 +372,8 @@ def _start(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg: _Config)
 
 
 def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
-    """Integrate from ``ts[0]`` to ``ts[-1]``, continuing ``carry``, and return the new carry and ``(q, q̇, u,
-    points)`` at ``ts[1:]`` (NaN after a failure). No host callback: the program can enter the persistent cache."""
+    """Integrate from ``ts[0]`` to ``ts[-1]``, continuing ``carry``, and return the new carry and ``(q, q̇, points)``
+    at ``ts[1:]`` (NaN after a failure). No host callback: the program can enter the persistent cache."""
     term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
     saveat = diffrax.SaveAt(ts=ts[1:], solver_state=True, controller_state=True, made_jump=True)
     sol = diffrax.diffeqsolve(term, method, ts[0], ts[-1], carry.dt, carry.y, args=args, saveat=saveat,
@@ -387,7 +387,8 @@ def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
     # diffrax leaves the outputs a failed solve did not reach infinite; they become NaN (and all of a later segment)
     q, qd = jax.tree.map(lambda x: jnp.where(failed_before | ~jnp.isfinite(x), jnp.nan, x), sol.ys)
     dt = carry.dt if cfg.solver == "newmark" else sol.controller_state[1]
-    new = jax.tree.map(jnp.asarray, _Carry((q[-1], qd[-1]), sol.solver_state, sol.controller_state, sol.made_jump, dt, result, steps))
+    new = _Carry((q[-1], qd[-1]), sol.solver_state, sol.controller_state, sol.made_jump, dt, result, steps)
+    new = jax.tree.map(jnp.asarray, new)
     new = jax.tree.map(lambda a, b: jnp.where(failed_before, a, b), carry, new)  # nothing changes after a failure
     return new, (q, qd, _points(system, axes, q))
 
@@ -491,7 +492,7 @@ def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
     ok = np.isfinite(q).reshape(len(t), -1).all(axis=1)
     reached = float(t[ok][-1]) if ok.any() else 0.0
     text = f"{who}: the {cfg.solver} solver failed after t = {reached:g} s: {traj.message}"
-    if int(traj.result) == int(diffrax.RESULTS.max_steps_reached._value):
+    if int(np.ravel(traj.result)[0]) == int(diffrax.RESULTS.max_steps_reached._value):
         text += (" The state or the inputs may have become non-finite (check `inputs` and the model), or the motion "
                  "needs more steps: raise `max_steps` or loosen `rtol`/`atol`.")  # fmt: skip
     return text + " Pass throw=False to get the partial Trajectory (NaN after the failure, with its result code)."
@@ -502,4 +503,5 @@ def _progress_bar(progress: bool, total: float):
         return None
     from tqdm.auto import tqdm  # noqa: PLC0415
 
-    return tqdm(total=total, unit="s", desc="simulate", bar_format="{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]")
+    bar_format = "{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]"
+    return tqdm(total=total, unit="s", desc="simulate", bar_format=bar_format)
