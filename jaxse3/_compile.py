@@ -10,8 +10,9 @@ trace (``jit``, ``vmap``, ``grad``) a :class:`Compiled` simply calls its functio
 rod). A ``cacheable`` :class:`Compiled` therefore also keeps its traced program, exported with :mod:`jax.export`, in
 ``<cache>/exported/`` under a key of everything it depends on: jaxse3's source, the versions of JAX and its
 libraries, the array shapes and dtypes, and the static values (functions and classes by their qualified names,
-only those of jaxse3 and of those libraries). Arguments with any other static value (a lambda, a local function, a function or
-model class of the user's, whose code may change under the same name, an unknown object) are traced as usual.
+only those of jaxse3 and of those libraries). Arguments with any other static value (a lambda, a local function, a
+function or model class of the user's, whose code may change under the same name, an unknown object) are traced as
+usual.
 
 ``JAXSE3_VERBOSE=0`` silences the messages. :data:`STATS` counts compilations, their seconds and persistent-cache hits
 (the CLI reports them; tests use them to show that a second run is served from the cache).
