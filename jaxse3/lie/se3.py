@@ -17,6 +17,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from jaxse3.lie import _api, coefficients, so3
 from jaxse3.lie._algebra import SE3, skew, unskew
@@ -45,16 +46,226 @@ __all__ = [
     "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv", "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv",
 ]  # fmt: skip
 
-_F = _api.build(SE3)
-dexp, dexp_inv, d_dexp, d_dexp_inv = _F.dexp, _F.dexp_inv, _F.d_dexp, _F.d_dexp_inv
-d2_dexp, d2_dexp_inv = _F.d2_dexp, _F.d2_dexp_inv
-d_dexp_apply, d_dexp_inv_apply = _F.d_dexp_apply, _F.d_dexp_inv_apply
-dexp_apply, dexp_inv_apply, dexpT_apply, dexp_invT_apply = (
-    _F.dexp_apply, _F.dexp_inv_apply, _F.dexpT_apply, _F.dexp_invT_apply)  # fmt: skip
-dexp_jac, dexp_inv_jac, dexpT_jac, dexp_invT_jac = _F.dexp_jac, _F.dexp_inv_jac, _F.dexpT_jac, _F.dexp_invT_jac
-dexp_jac_dir, dexp_inv_jac_dir = _F.dexp_jac_dir, _F.dexp_inv_jac_dir
-dexpT_jac_dir, dexp_invT_jac_dir = _F.dexpT_jac_dir, _F.dexp_invT_jac_dir
-dexp_hess, dexp_inv_hess = _F.dexp_hess, _F.dexp_inv_hess
+Vector = Float[Array, "... 6"]  # algebra coordinates, rotation first, batched over leading axes
+Matrix = Float[Array, "... 6 6"]
+_F = _api.build(SE3)  # the batched, shape-checked closed forms with their custom_jvp rules (seed 000)
+
+
+def dexp(X: Vector) -> Matrix:
+    """dexp_X (6×6), right-trivialised (seed 000 eq. (21), (23)).
+
+    Args:
+        X: algebra coordinates ``(..., 6)``, rotation part first.
+    Returns:
+        ``(..., 6, 6)``. Carries a custom_jvp rule whose tangent is ``d_dexp``.
+    """
+    return _F.dexp(X)
+
+
+def dexp_inv(X: Vector) -> Matrix:
+    """dexp_X⁻¹ (6×6), right-trivialised (seed 000 eq. (22)).
+
+    Args:
+        X: algebra coordinates ``(..., 6)``, rotation part first.
+    Returns:
+        ``(..., 6, 6)``. Carries a custom_jvp rule whose tangent is ``d_dexp_inv``.
+    """
+    return _F.dexp_inv(X)
+
+
+def d_dexp(X: Vector, U: Vector) -> Matrix:
+    """(D_X dexp_X)(U): directional derivative (seed 000 eq. (28), (30)–(31)).
+
+    Args:
+        X, U: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``. Its custom_jvp rule evaluates ``d2_dexp`` (closed-form second derivative).
+    """
+    return _F.d_dexp(X, U)
+
+
+def d_dexp_inv(X: Vector, U: Vector) -> Matrix:
+    """(D_X dexp_X⁻¹)(U): directional derivative (seed 000 eq. (29)).
+
+    Args:
+        X, U: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``. Its custom_jvp rule evaluates ``d2_dexp_inv`` (closed-form second derivative).
+    """
+    return _F.d_dexp_inv(X, U)
+
+
+def d2_dexp(X: Vector, U: Vector, S: Vector) -> Matrix:
+    """(D²_X dexp_X)(U)(S), symmetric in U and S (seed 000 eq. (40)–(46)).
+
+    Args:
+        X, U, S: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``.
+    """
+    return _F.d2_dexp(X, U, S)
+
+
+def d2_dexp_inv(X: Vector, U: Vector, S: Vector) -> Matrix:
+    """(D²_X dexp_X⁻¹)(U)(S), symmetric in U and S (seed 000 eq. (40), (43), (45)).
+
+    Args:
+        X, U, S: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``.
+    """
+    return _F.d2_dexp_inv(X, U, S)
+
+
+def dexp_apply(X: Vector, Z: Vector) -> Vector:
+    """Evaluation map X ↦ dexp_X Z.
+
+    Args:
+        X, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``. Custom_jvp rule: ``dexp_jac(X, Z) dX + dexp_apply(X, dZ)``, itself differentiable in
+        closed form, so ``jax.jacfwd``/``jacrev``/``hessian`` run the hand-derived formulas.
+    """
+    return _F.dexp_apply(X, Z)
+
+
+def dexp_inv_apply(X: Vector, Z: Vector) -> Vector:
+    """Evaluation map X ↦ dexp_X⁻¹ Z.
+
+    Args:
+        X, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``. Custom_jvp rule: ``dexp_inv_jac(X, Z) dX + dexp_inv_apply(X, dZ)``, itself differentiable in
+        closed form, so ``jax.jacfwd``/``jacrev``/``hessian`` run the hand-derived formulas.
+    """
+    return _F.dexp_inv_apply(X, Z)
+
+
+def dexpT_apply(X: Vector, Z: Vector) -> Vector:
+    """Evaluation map X ↦ dexp_Xᵀ Z (custom_jvp, like ``dexp_apply``).
+    """
+    return _F.dexpT_apply(X, Z)
+
+
+def dexp_invT_apply(X: Vector, Z: Vector) -> Vector:
+    """Evaluation map X ↦ dexp_X⁻¹ᵀ Z (custom_jvp, like ``dexp_inv_apply``).
+    """
+    return _F.dexp_invT_apply(X, Z)
+
+
+def d_dexp_apply(X: Vector, U: Vector, Z: Vector) -> Vector:
+    """(D_X dexp_X)(U) Z = ``d_dexp(X, U) @ Z = dexp_jac(X, Z) @ U``, matrix-free.
+
+    By matrix-vector products only (no 6×6 matrix is formed): the cheap way to differentiate
+    ``dexp_apply(X, Z)`` along one direction (e.g. the rate of ``dexp_X Z`` along a curve X(t)).
+
+    Args:
+        X, U, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``. Custom_jvp rule: ``dexp_jac_dir(X, Z, dX) @ U`` plus itself in dU and dZ (closed forms).
+    """
+    return _F.d_dexp_apply(X, U, Z)
+
+
+def d_dexp_inv_apply(X: Vector, U: Vector, Z: Vector) -> Vector:
+    """(D_X dexp_X⁻¹)(U) Z = ``d_dexp_inv(X, U) @ Z = dexp_inv_jac(X, Z) @ U``, matrix-free.
+
+    By matrix-vector products only (no 6×6 matrix is formed): the cheap way to differentiate
+    ``dexp_inv_apply(X, Z)`` along one direction (e.g. the rate of ``dexp_X⁻¹ Z`` along a curve X(t)).
+
+    Args:
+        X, U, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``. Custom_jvp rule: ``dexp_inv_jac_dir(X, Z, dX) @ U`` plus itself in dU and dZ (closed forms).
+    """
+    return _F.d_dexp_inv_apply(X, U, Z)
+
+
+def dexp_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_X Z)/∂X, rows = outputs (seed 000 eq. (36)).
+
+    Args:
+        X, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``; ``dexp_jac(X, Z) @ U == d_dexp(X, U) @ Z``.
+    """
+    return _F.dexp_jac(X, Z)
+
+
+def dexp_inv_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_X⁻¹ Z)/∂X, rows = outputs (seed 000 eq. (37)).
+
+    Args:
+        X, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)``; ``dexp_inv_jac(X, Z) @ U == d_dexp_inv(X, U) @ Z``.
+    """
+    return _F.dexp_inv_jac(X, Z)
+
+
+def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_Xᵀ Z)/∂X (seed 000 eq. (39)); custom_jvp via ``dexpT_jac_dir``.
+    """
+    return _F.dexpT_jac(X, Z)
+
+
+def dexp_invT_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_X⁻¹ᵀ Z)/∂X (seed 000 eq. (39) with a → b); custom_jvp via ``dexp_invT_jac_dir``.
+    """
+    return _F.dexp_invT_jac(X, Z)
+
+
+def dexp_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
+    """Directional derivative of ``dexp_jac(X, Z)`` along S: the matrix U ↦ (D²_X dexp_X)(U)(S) Z.
+
+    The S-contraction of the Hessian (seed 000 eq. (47)–(50)): ``Q @ dexp_jac_dir(X, Z, S) == dexp_hess(X, Q, Z) @ S``.
+    Used as the custom_jvp tangent of ``dexp_jac``.
+    """
+    return _F.dexp_jac_dir(X, Z, S)
+
+
+def dexp_inv_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
+    """Directional derivative of ``dexp_inv_jac(X, Z)`` along S: the matrix U ↦ (D²_X dexp_X⁻¹)(U)(S) Z.
+
+    The S-contraction of the Hessian (seed 000 eq. (51)):
+    ``Q @ dexp_inv_jac_dir(X, Z, S) == dexp_inv_hess(X, Q, Z) @ S``.
+    Used as the custom_jvp tangent of ``dexp_inv_jac``.
+    """
+    return _F.dexp_inv_jac_dir(X, Z, S)
+
+
+def dexpT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
+    """Directional derivative of ``dexpT_jac(X, Z)`` along S.
+    """
+    return _F.dexpT_jac_dir(X, Z, S)
+
+
+def dexp_invT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
+    """Directional derivative of ``dexp_invT_jac(X, Z)`` along S.
+    """
+    return _F.dexp_invT_jac_dir(X, Z, S)
+
+
+def dexp_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
+    """Hessian of h(X) = Qᵀ dexp_X Z (seed 000 eq. (47)–(50)), symmetric.
+
+    Args:
+        X, Q, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)`` with ``H[i, j] = ∂²h/∂X_i∂X_j`` and ``Sᵀ H U = Qᵀ (D²dexp_X)(U)(S) Z``.
+    """
+    return _F.dexp_hess(X, Q, Z)
+
+
+def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
+    """Hessian of h(X) = Qᵀ dexp_X⁻¹ Z (seed 000 eq. (51)), symmetric.
+
+    Args:
+        X, Q, Z: ``(..., 6)``.
+    Returns:
+        ``(..., 6, 6)`` with ``H[i, j] = ∂²h/∂X_i∂X_j`` and ``Sᵀ H U = Qᵀ (D²dexp_X⁻¹)(U)(S) Z``.
+    """
+    return _F.dexp_inv_hess(X, Q, Z)
 
 
 def _pose(R, r):
