@@ -268,6 +268,13 @@ def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
     return _F.dexp_inv_hess(X, Q, Z)
 
 
+for _name in ("dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
+              "dexpT_apply", "dexp_invT_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexp_jac", "dexp_inv_jac",
+              "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir",
+              "dexp_hess", "dexp_inv_hess"):  # fmt: skip
+    globals()[_name].core = getattr(_F, _name).core  # the unbatched closed form, for composition inside other cores
+
+
 def _pose(R, r):
     bottom = jnp.array([[0.0, 0.0, 0.0, 1.0]], dtype=R.dtype)
     return jnp.concatenate([jnp.concatenate([R, r[:, None]], axis=1), bottom], axis=0)

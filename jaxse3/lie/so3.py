@@ -267,6 +267,13 @@ def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
     return _F.dexp_inv_hess(X, Q, Z)
 
 
+for _name in ("dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
+              "dexpT_apply", "dexp_invT_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexp_jac", "dexp_inv_jac",
+              "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir",
+              "dexp_hess", "dexp_inv_hess"):  # fmt: skip
+    globals()[_name].core = getattr(_F, _name).core  # the unbatched closed form, for composition inside other cores
+
+
 @batched("(3)->(3,3)", ("x",), "hat")
 def hat(x):
     """x̃, the skew matrix with x̃ z = x × z (seed 000 eq. (3)). ``(..., 3) -> (..., 3, 3)``."""
