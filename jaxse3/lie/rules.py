@@ -27,20 +27,16 @@ show that the rules are really used.
 
 from __future__ import annotations
 
-import collections
 from types import SimpleNamespace
 
-import jax
 import jax.numpy as jnp
 
 from jaxse3.lie import adpoly, coefficients
-from jaxse3.lie.tangents import accumulate
+from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule
 from jaxse3.lie._algebra import Algebra
 
 __all__ = ["make_family", "family_poly", "RULE_CALLS"]
 
-#: Trace-time counter of custom_jvp rule invocations, keyed by "<algebra>.<function>".
-RULE_CALLS: collections.Counter = collections.Counter()
 
 #: coefficients that are constants: passed as Python floats so that zero terms are skipped at trace time
 _CONSTANT = {"b1": {"": -0.5, "_bar": 0.0, "_brev": 0.0}}
@@ -77,28 +73,19 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     def second_derivative(X, U, S):
         return adpoly.second_derivative(alg, X, U, S, poly(X, 2))
 
-    @jax.custom_jvp
-    def derivative(X, U):
-        return adpoly.derivative(alg, X, U, poly(X, 1))
-
     def _derivative_jvp(primals, tangents):
-        RULE_CALLS[tag + ".derivative"] += 1
         (X, U), (dX, dU) = primals, tangents
         out = derivative(X, U)
         return out, accumulate(out, [(lambda t: second_derivative(X, U, t), dX), (lambda t: derivative(X, t), dU)])
 
-    derivative.defjvp(_derivative_jvp, symbolic_zeros=True)
-
-    @jax.custom_jvp
-    def matrix(X):
-        return adpoly.value(alg, X, poly(X, 0))
+    derivative = custom_rule(tag + ".derivative", lambda X, U: adpoly.derivative(alg, X, U, poly(X, 1)),
+                             _derivative_jvp)  # fmt: skip
 
     def _matrix_jvp(primals, tangents):
-        RULE_CALLS[tag + ".matrix"] += 1
         (X,), (dX,) = primals, tangents
         return matrix(X), derivative(X, dX)
 
-    matrix.defjvp(_matrix_jvp)
+    matrix = custom_rule(tag + ".matrix", lambda X: adpoly.value(alg, X, poly(X, 0)), _matrix_jvp, symbolic_zeros=False)
 
     def make_eval(transpose: bool):
         kind = "_T" if transpose else ""
@@ -106,45 +93,34 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         def jacobian_derivative(X, Z, S):
             return adpoly.jacobian_derivative(alg, X, Z, S, poly(X, 2), transpose)
 
-        @jax.custom_jvp
-        def jacobian(X, Z):
-            return adpoly.jacobian(alg, X, Z, poly(X, 1), transpose)
-
         def _jacobian_jvp(primals, tangents):
-            RULE_CALLS[tag + ".jacobian" + kind] += 1
             (X, Z), (dX, dZ) = primals, tangents
             out = jacobian(X, Z)
             return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t), dX), (lambda t: jacobian(X, t), dZ)])
 
-        jacobian.defjvp(_jacobian_jvp, symbolic_zeros=True)
-
-        @jax.custom_jvp
-        def apply(X, Z):
-            return adpoly.apply(alg, X, Z, poly(X, 0), transpose)
+        jacobian = custom_rule(tag + ".jacobian" + kind,
+                               lambda X, Z: adpoly.jacobian(alg, X, Z, poly(X, 1), transpose), _jacobian_jvp)  # fmt: skip
 
         def _apply_jvp(primals, tangents):
-            RULE_CALLS[tag + ".apply" + kind] += 1
             (X, Z), (dX, dZ) = primals, tangents
             out = apply(X, Z)
             return out, accumulate(out, [(lambda t: jacobian(X, Z) @ t, dX), (lambda t: apply(X, t), dZ)])
 
-        apply.defjvp(_apply_jvp, symbolic_zeros=True)
+        apply = custom_rule(tag + ".apply" + kind, lambda X, Z: adpoly.apply(alg, X, Z, poly(X, 0), transpose),
+                            _apply_jvp)  # fmt: skip
         return apply, jacobian, jacobian_derivative
 
     apply, jacobian, jacobian_derivative = make_eval(False)
 
-    @jax.custom_jvp
-    def apply_derivative(X, U, Z):
-        return adpoly.apply_derivative(alg, X, Z, U, poly(X, 1))
-
     def _apply_derivative_jvp(primals, tangents):
-        RULE_CALLS[tag + ".apply_derivative"] += 1
         (X, U, Z), (dX, dU, dZ) = primals, tangents
         out = apply_derivative(X, U, Z)
         return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t) @ U, dX),
                                      (lambda t: apply_derivative(X, t, Z), dU), (lambda t: apply_derivative(X, U, t), dZ)])
 
-    apply_derivative.defjvp(_apply_derivative_jvp, symbolic_zeros=True)
+    apply_derivative = custom_rule(tag + ".apply_derivative",
+                                   lambda X, U, Z: adpoly.apply_derivative(alg, X, Z, U, poly(X, 1)),
+                                   _apply_derivative_jvp)  # fmt: skip
     apply_T, jacobian_T, jacobian_T_derivative = make_eval(True)
 
     def hessian(X, Q, Z):

@@ -15,7 +15,6 @@ Every function broadcasts over leading batch axes: ``(..., 6)``, ``(..., 4, 4)``
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -36,7 +35,7 @@ from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodi
     d_dcay_half_se3 as d_dcay_half,
     d_dcay_half_inv_se3 as d_dcay_half_inv,
 )
-from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.lie.tangents import custom_rule
 
 __all__ = [
     "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
@@ -358,18 +357,18 @@ def act(H, p):
     return H[:3, :3] @ p + H[:3, 3]
 
 
-@jax.custom_jvp
-def _exp(X):
+def _exp_plain(X):
     R, V = so3.rodrigues(X[:3])
     return _pose(R, V @ X[3:])  # translation dexp_x y (seed 000 eq. (4), (17))
 
 
-@_exp.defjvp
 def _exp_jvp(primals, tangents):
-    RULE_CALLS["se3.exp"] += 1
     (X,), (dX,) = primals, tangents
     H = _exp(X)
     return H, _hat(dexp_apply.core(X, dX)) @ H  # (D_X exp)(U) = (dexp_X U)^ exp(X̂)  (seed 000 eq. (1))
+
+
+_exp = custom_rule("se3.exp", _exp_plain, _exp_jvp, symbolic_zeros=False)
 
 
 exp = batched("(6)->(4,4)", ("X",), "exp")(_exp)
@@ -387,20 +386,16 @@ def log_core(H):
     return jnp.concatenate([x, r - 0.5 * xr + b2 * jnp.cross(x, xr)])
 
 
-@jax.custom_jvp
-def _log(H):
-    return log_core(H)
-
-
-@_log.defjvp
 def _log_jvp(primals, tangents):
-    RULE_CALLS["se3.log"] += 1
     (H,), (dH,) = primals, tangents
     X = _log(H)
     R, r = H[:3, :3], H[:3, 3]
     W = dH[:3, :3] @ R.T
     dV = jnp.concatenate([unskew(W), dH[:3, 3] - W @ r])  # spatial twist vee(dH H⁻¹), rotation block skew-projected
     return X, dexp_inv_apply.core(X, dV)
+
+
+_log = custom_rule("se3.log", log_core, _log_jvp, symbolic_zeros=False)
 
 
 log = batched("(4,4)->(6)", ("H",), "log")(_log)

@@ -14,7 +14,6 @@ Every function broadcasts over leading batch axes: vectors ``(..., 3)``, matrice
 from __future__ import annotations
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -35,7 +34,7 @@ from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodi
     d_dcay_half_so3 as d_dcay_half,
     d_dcay_half_inv_so3 as d_dcay_half_inv,
 )
-from jaxse3.lie.rules import RULE_CALLS
+from jaxse3.lie.tangents import custom_rule
 
 __all__ = [
     "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
@@ -343,17 +342,13 @@ def rodrigues(x: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     return eye + alpha * K + (0.5 * beta) * K2, eye + (0.5 * beta) * K + delta * K2
 
 
-@jax.custom_jvp
-def _exp(x):
-    return rodrigues(x)[0]
-
-
-@_exp.defjvp
 def _exp_jvp(primals, tangents):
-    RULE_CALLS["so3.exp"] += 1
     (x,), (dx,) = primals, tangents
     R = _exp(x)
     return R, skew(dexp_apply.core(x, dx)) @ R  # (D_x exp)(u) = (dexp_x u)~ exp(x̃)  (seed 001 eq. (1.3))
+
+
+_exp = custom_rule("so3.exp", lambda x: rodrigues(x)[0], _exp_jvp, symbolic_zeros=False)
 
 
 exp = batched("(3)->(3,3)", ("x",), "exp")(_exp)
@@ -383,18 +378,14 @@ def log_core(R: jnp.ndarray) -> jnp.ndarray:
     return jnp.where(large, phi * n, x_small)
 
 
-@jax.custom_jvp
-def _log(R):
-    return log_core(R)
-
-
-@_log.defjvp
 def _log_jvp(primals, tangents):
-    RULE_CALLS["so3.log"] += 1
     (R,), (dR,) = primals, tangents
     x = _log(R)
     # spatial angular velocity of the perturbation, then ẋ = dexp_x⁻¹ ω (seed 001 eq. (2.17))
     return x, dexp_inv_apply.core(x, unskew(dR @ R.T))
+
+
+_log = custom_rule("so3.log", log_core, _log_jvp, symbolic_zeros=False)
 
 
 log = batched("(3,3)->(3)", ("R",), "log")(_log)

@@ -1,6 +1,8 @@
-"""Shared pieces of the ``jax.custom_jvp`` rules of the whole package (all registered with ``symbolic_zeros=True``).
+"""The one way to register an analytical derivative in jaxse3, and the shared pieces of every rule.
 
-Every analytical rule in :mod:`jaxse3` has the same shape: the output tangent is a sum of analytical terms, one per
+:func:`custom_rule` turns a plain function and its analytical JVP into a ``jax.custom_jvp`` function (with symbolic
+zeros) whose rule invocations are counted in :data:`RULE_CALLS` at trace time, so tests can show that autodiff runs the
+hand-derived formulas. Every analytical rule in :mod:`jaxse3` has the same shape: the output tangent is a sum of analytical terms, one per
 argument whose tangent is not a symbolic zero (``J_q @ dq + J_v @ dv + …``), plus, for the arguments the analytical
 formulas do not cover (model parameters, loads, external forces), the plain autodiff JVP. These helpers write that
 once:
@@ -13,13 +15,35 @@ once:
 
 from __future__ import annotations
 
+import collections
 from typing import Any, Callable, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
-__all__ = ["is_zero", "accumulate", "jvp_of_rest"]
+__all__ = ["custom_rule", "RULE_CALLS", "is_zero", "accumulate", "jvp_of_rest"]
+
+#: Trace-time counter of analytical rule invocations, keyed by the rule's name (e.g. "se3.exp", "rigid.rnea",
+#: "forward_dynamics" for the rod): the one counter of the package.
+RULE_CALLS: collections.Counter = collections.Counter()
+
+
+def custom_rule(name: str, fn: Callable, jvp: Callable, *, symbolic_zeros: bool = True) -> Callable:
+    """``fn`` as a ``jax.custom_jvp`` function whose JVP is ``jvp(primals, tangents) -> (primal_out, tangent_out)``.
+
+    Each time JAX traces the rule, ``RULE_CALLS[name]`` grows by one. With ``symbolic_zeros`` (the default), the
+    tangents of arguments that are not differentiated arrive as symbolic zeros (:func:`is_zero`): :func:`accumulate`
+    skips them and :func:`jvp_of_rest` costs nothing for them.
+    """
+    rule = jax.custom_jvp(fn)
+
+    def counted(primals, tangents):
+        RULE_CALLS[name] += 1
+        return jvp(primals, tangents)
+
+    rule.defjvp(counted, symbolic_zeros=symbolic_zeros)
+    return rule
 
 
 def is_zero(tangent: Any) -> bool:

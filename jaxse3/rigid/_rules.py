@@ -15,7 +15,7 @@ second-order algorithms and never differentiate the recursions themselves. They 
 first- and second-order modules they combine, so that first-order code never imports second-order code. Tangents of
 the model parameters and external forces go through plain autodiff (:func:`jaxse3.lie.tangents.jvp_of_rest`);
 quaternion tangents are mapped to tangent coordinates by :func:`jaxse3.rigid._configuration.tangent_of`. Rule
-invocations are counted in :data:`jaxse3.lie.rules.RULE_CALLS` (``"rigid.rnea"``, ``"rigid.rnea_derivatives"``,
+invocations are counted in :data:`jaxse3.lie.tangents.RULE_CALLS` (``"rigid.rnea"``, ``"rigid.rnea_derivatives"``,
 ``"rigid.forward_dynamics"``).
 """
 
@@ -26,8 +26,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array
 
-from jaxse3.lie.rules import RULE_CALLS
-from jaxse3.lie.tangents import accumulate, is_zero, jvp_of_rest
+from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rigid._configuration import tangent_of
 from jaxse3.rigid._forward_dynamics import forward_dynamics as _forward_dynamics_plain
 from jaxse3.rigid._forward_dynamics_derivatives import check_fd_state
@@ -47,16 +46,10 @@ ANALYTIC = (1, 2, 3)
 # rnea_derivatives: IDSVA FO, with IDSVA SO as its rule
 
 
-@jax.custom_jvp
-def _rnea_derivatives(model, q, v, a, f_ext):
-    return _first_order(model, q, v, a, f_ext)
-
-
 def _rnea_derivatives_jvp(primals, tangents):
     # Second-order formulas as contractions (seed 002 Algorithm 1, digest §9).
     model, q, v, a, f_ext = primals
     _, dq, dv, da, _ = tangents
-    RULE_CALLS["rigid.rnea_derivatives"] += 1
     out = _first_order(model, q, v, a, f_ext)
     dq = None if is_zero(dq) else tangent_of(model, q, dq)
     d_out = second_order_contractions(model, q, v, a, f_ext, dq, None if is_zero(dv) else dv, None if is_zero(da) else da)
@@ -64,7 +57,7 @@ def _rnea_derivatives_jvp(primals, tangents):
     return out, d_out if d_rest is None else jax.tree.map(jnp.add, d_out, d_rest)
 
 
-_rnea_derivatives.defjvp(_rnea_derivatives_jvp, symbolic_zeros=True)
+_rnea_derivatives = custom_rule("rigid.rnea_derivatives", _first_order, _rnea_derivatives_jvp)
 
 
 def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, Array]:
@@ -83,17 +76,11 @@ def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, A
 # rnea, with IDSVA FO as its rule
 
 
-@jax.custom_jvp
-def _rnea_differentiable(model, q, v, a, f_ext):
-    return _rnea(model, q, v, a, f_ext)
-
-
 def _rnea_jvp(primals, tangents):
     # dτ = ∂τ/∂q δ + ∂τ/∂v dv + M da (eqs. (7)–(8)); the primal and the Jacobians are the registered functions, so a
     # second derivative of this rule runs the second-order contractions.
     model, q, v, a, f_ext = primals
     _, dq, dv, da, _ = tangents
-    RULE_CALLS["rigid.rnea"] += 1
     tau = _rnea_differentiable(model, q, v, a, f_ext)
     dtau_dq, dtau_dv, M = _rnea_derivatives(model, q, v, a, f_ext)
     rest = jvp_of_rest(lambda m, _q, _v, _a, f: _rnea(m, q, v, a, f), primals, tangents, ANALYTIC)
@@ -101,7 +88,7 @@ def _rnea_jvp(primals, tangents):
     return tau, accumulate(tau, terms, rest)
 
 
-_rnea_differentiable.defjvp(_rnea_jvp, symbolic_zeros=True)
+_rnea_differentiable = custom_rule("rigid.rnea", _rnea, _rnea_jvp)
 
 
 def rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:
@@ -127,16 +114,10 @@ def rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None)
 # forward_dynamics, with the first-order chain rule as its rule
 
 
-@jax.custom_jvp
-def _forward_dynamics(model, q, v, tau, f_ext):
-    return _forward_dynamics_plain(model, q, v, tau, f_ext)
-
-
 def _forward_dynamics_jvp(primals, tangents):
     # M da = dτ − ∂τ/∂q δ − ∂τ/∂v dv − ∂τ/∂(model, f_ext)·d(model, f_ext) at a = FD(q, v, τ).
     model, q, v, tau, f_ext = primals
     _, dq, dv, dtau, _ = tangents
-    RULE_CALLS["rigid.forward_dynamics"] += 1
     a = _forward_dynamics(model, q, v, tau, f_ext)
     dtau_dq, dtau_dv, M = _rnea_derivatives(model, q, v, a, f_ext)
     rest = jvp_of_rest(lambda m, _q, _v, _tau, f: -_rnea(m, q, v, a, f), primals, tangents, ANALYTIC)
@@ -145,7 +126,7 @@ def _forward_dynamics_jvp(primals, tangents):
     return a, jsl.cho_solve(jsl.cho_factor(M), rhs)
 
 
-_forward_dynamics.defjvp(_forward_dynamics_jvp, symbolic_zeros=True)
+_forward_dynamics = custom_rule("rigid.forward_dynamics", _forward_dynamics_plain, _forward_dynamics_jvp)
 
 
 def forward_dynamics(model: Model, q: Array, v: Array, tau: Array, f_ext: Array | None = None) -> Array:

@@ -26,14 +26,13 @@ solver that linearises it run the analytical formulas (counted in :data:`ROD_RUL
 
 from __future__ import annotations
 
-import collections
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxse3 import se3
-from jaxse3.lie.tangents import accumulate, jvp_of_rest
+from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import check_state, joints
 from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
@@ -41,9 +40,9 @@ from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
 __all__ = ["RNEAResult", "rnea", "inverse_dynamics", "inverse_dynamics_derivatives", "mass_matrix", "ROD_RULE_CALLS",
            ]  # fmt: skip
 
-#: Trace-time counter of the rod's custom_jvp rule invocations (keys "inverse_dynamics", "generalized_forces",
-#: "forward_dynamics"); the tests use it to show that jax.jacfwd runs the analytical derivatives.
-ROD_RULE_CALLS: collections.Counter = collections.Counter()
+#: The package's rule counter (:data:`jaxse3.lie.tangents.RULE_CALLS`), under the name the rod has always used; its
+#: keys "inverse_dynamics", "generalized_forces", "forward_dynamics" show that jax.jacfwd runs the rod's formulas.
+ROD_RULE_CALLS = RULE_CALLS
 
 _LEVELS = ("id", "mass", "all")
 
@@ -252,13 +251,7 @@ def _id_plain(rod, q, qd, qdd):
     return rnea(rod, q, qd, qdd).tau
 
 
-@jax.custom_jvp
-def _id(rod, q, qd, qdd):
-    return _id_plain(rod, q, qd, qdd)
-
-
 def _id_jvp(primals, tangents):
-    ROD_RULE_CALLS["inverse_dynamics"] += 1
     rod, q, qd, qdd = primals
     _, dq, dqd, dqdd = tangents
     r = rnea(rod, q, qd, qdd, level="all")
@@ -266,7 +259,7 @@ def _id_jvp(primals, tangents):
     return r.tau, accumulate(r.tau, [(r.dq, dq), (r.dqd, dqd), (r.M, dqdd)], rest)
 
 
-_id.defjvp(_id_jvp, symbolic_zeros=True)
+_id = custom_rule("inverse_dynamics", _id_plain, _id_jvp)
 
 
 def inverse_dynamics(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array) -> jax.Array:

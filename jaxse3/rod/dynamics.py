@@ -16,9 +16,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxse3.lie.tangents import accumulate, jvp_of_rest
+from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
-from jaxse3.rod._inverse_dynamics import ROD_RULE_CALLS, rnea
+from jaxse3.rod._inverse_dynamics import rnea
 from jaxse3.rod.kinematics import check_state
 
 __all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
@@ -57,13 +57,7 @@ def generalized_forces_derivatives(rod, q: jax.Array, qd: jax.Array, u: jax.Arra
     return dq, dqd
 
 
-@jax.custom_jvp
-def _tau(rod, q, qd, u, loads):
-    return _tau_plain(rod, q, qd, u, loads)
-
-
 def _tau_jvp(primals, tangents):
-    ROD_RULE_CALLS["generalized_forces"] += 1
     rod, q, qd, u, loads = primals
     _, dq, dqd, du, _ = tangents
     tau = _tau_plain(rod, q, qd, u, loads)
@@ -72,7 +66,7 @@ def _tau_jvp(primals, tangents):
     return tau, accumulate(tau, terms, jvp_of_rest(_tau_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
-_tau.defjvp(_tau_jvp, symbolic_zeros=True)
+_tau = custom_rule("generalized_forces", _tau_plain, _tau_jvp)
 
 
 def generalized_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
@@ -119,13 +113,7 @@ def forward_dynamics_jacobians(rod, q: jax.Array, qd: jax.Array, u: jax.Array | 
     return Jq, Jqd
 
 
-@jax.custom_jvp
-def _fd(rod, q, qd, u, loads):
-    return _fd_plain(rod, q, qd, u, loads)
-
-
 def _fd_jvp(primals, tangents):
-    ROD_RULE_CALLS["forward_dynamics"] += 1
     rod, q, qd, u, loads = primals
     _, dq, dqd, du, _ = tangents
     qdd, chol, Jq, Jqd = _fd_jacobians(rod, q, qd, u, loads)
@@ -135,7 +123,7 @@ def _fd_jvp(primals, tangents):
     return qdd, accumulate(qdd, terms, jvp_of_rest(_fd_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
-_fd.defjvp(_fd_jvp, symbolic_zeros=True)
+_fd = custom_rule("forward_dynamics", _fd_plain, _fd_jvp)
 
 
 def forward_dynamics(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,

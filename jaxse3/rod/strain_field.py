@@ -36,8 +36,7 @@ import numpy as np
 
 from jaxse3 import se3, so3
 from jaxse3.lie.shapes import as_float, batched
-from jaxse3.lie.rules import RULE_CALLS
-from jaxse3.lie.tangents import accumulate, is_zero
+from jaxse3.lie.tangents import accumulate, custom_rule, is_zero
 
 __all__ = [
     "strain", "strain_rates", "energy_density", "energy_density_grad", "energy_density_hess", "field_derivatives",
@@ -153,14 +152,12 @@ def _state_tangent(X, P, tX, tP):
     return jnp.concatenate([jnp.zeros_like(X) if is_zero(tX) else tX, jnp.zeros_like(P) if is_zero(tP) else tP])
 
 
-@jax.custom_jvp
-def _density_core(X, P, K, chi0):
+def _density_plain(X, P, K, chi0):
     D, e, Ks, a, _ = _local(X, P, K, chi0)
     return 0.5 * jnp.dot(e, a)
 
 
 def _density_jvp(primals, tangents):
-    RULE_CALLS["rod.energy_density"] += 1
     X, P, K, chi0 = primals
     tX, tP, tK, tc = tangents
     D, e, Ks, a, _ = _local(X, P, K, chi0)
@@ -170,16 +167,10 @@ def _density_jvp(primals, tangents):
     return out, dv
 
 
-_density_core.defjvp(_density_jvp, symbolic_zeros=True)
-
-
-@jax.custom_jvp
-def _grad_fn(X, P, K, chi0):
-    return _grad_core(X, P, K, chi0)
+_density_core = custom_rule("rod.energy_density", _density_plain, _density_jvp)
 
 
 def _grad_jvp(primals, tangents):
-    RULE_CALLS["rod.energy_density_grad"] += 1
     X, P, K, chi0 = primals
     tX, tP, tK, tc = tangents
     g = _grad_core(X, P, K, chi0)
@@ -191,7 +182,7 @@ def _grad_jvp(primals, tangents):
     return g, accumulate(g, [(lambda t: _hess_core(X, P, K, chi0) @ t, _state_tangent(X, P, tX, tP))], rest)
 
 
-_grad_fn.defjvp(_grad_jvp, symbolic_zeros=True)
+_grad_fn = custom_rule("rod.energy_density_grad", _grad_core, _grad_jvp)
 
 _SIG = "(6),(6),(6,6),(6)"
 _NAMES = ("X", "dX", "K", "chi0")
