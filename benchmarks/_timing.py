@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jax
 
@@ -45,7 +46,7 @@ def _compile(fn: Callable, args: Sequence) -> tuple[Callable, Timing]:
         cost = compiled.cost_analysis()
         cost = cost[0] if isinstance(cost, (list, tuple)) else cost
         flops, nbytes = float(cost.get("flops", "nan")), float(cost.get("bytes accessed", "nan"))
-    except Exception:  # noqa: BLE001 - cost analysis is best-effort
+    except Exception:
         flops = nbytes = float("nan")
     return compiled, Timing(compile_s, flops, nbytes)
 

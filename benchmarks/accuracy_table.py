@@ -58,7 +58,8 @@ def _fmt(entry) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| algebra | function | kind | float64: max rel. error (worst φ) | budget | float32: max rel. error (worst φ) | budget |",
+        "| algebra | function | kind | float64: max rel. error (worst φ) | budget "
+        "| float32: max rel. error (worst φ) | budget |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -72,9 +73,14 @@ def table(rows: list[dict]) -> str:
             key = (r["group"], dtype)
             worst[key] = max(worst.get(key, 0.0), r[dtype][0])
     lines.append("")
-    lines.append("Worst case per kind: " + "; ".join(
-        f"{GROUP_NAMES[g]} {worst[(g, 'float64')]:.1e} (float64), {worst[(g, 'float32')]:.1e} (float32)"
-        for g in ("value", "first", "second")) + ".")  # fmt: skip
+    lines.append(
+        "Worst case per kind: "
+        + "; ".join(
+            f"{GROUP_NAMES[g]} {worst[(g, 'float64')]:.1e} (float64), {worst[(g, 'float32')]:.1e} (float32)"
+            for g in ("value", "first", "second")
+        )
+        + "."
+    )
     return "\n".join(lines)
 
 
@@ -94,8 +100,10 @@ def main() -> None:
     text = table(measure())
     elapsed = time.perf_counter() - t0
     print(text)
-    print(f"\n({len(test_accuracy.ALL_CASES)} cases × {len(mpref.PHIS)} angles × {mpref.N_DRAWS} draws × 2 dtypes, "
-          f"{elapsed:.0f} s on {platform.processor() or platform.machine()}, jax {jax.__version__})")  # fmt: skip
+    print(
+        f"\n({len(test_accuracy.ALL_CASES)} cases × {len(mpref.PHIS)} angles × {mpref.N_DRAWS} draws × 2 dtypes, "
+        f"{elapsed:.0f} s on {platform.processor() or platform.machine()}, jax {jax.__version__})"
+    )
     if args.write:
         write(DOC, text, "python benchmarks/accuracy_table.py --write")
         print(f"wrote {DOC.relative_to(ROOT)}")

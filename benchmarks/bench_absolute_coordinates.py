@@ -6,7 +6,8 @@ on 6×6 matrices) and recommends SE(3) only where it pays (bodies attached to th
 
 1. **Cost per step** of the Munthe-Kaas scheme (37) (classical RK4 tableau, exp coordinates, body form, index-1 KKT,
    ``diffrax.diffeqsolve`` with constant steps): the run over ``--t1`` with h = 1 ms timed as a whole (median of
-   repeats, cases interleaved, ``block_until_ready``, compile time separate), divided by the number of steps; and the cost of
+   repeats, cases interleaved, ``block_until_ready``, compile time separate), divided by the number of steps; and the
+   cost of
    one evaluation of the vector field (KKT solve) alone.
 2. **Accuracy at equal cost**: final-time error of the configuration (max over bodies of ‖r − r_ref‖ [m] and
    ‖R − R_ref‖ [-]) and max joint violation, for step sizes ``h ∈ {4, 2, 1} ms`` over ``--t1`` seconds, against a
@@ -99,12 +100,21 @@ def main(argv=None) -> None:
         tms = time_group(cases, repeats=args.repeats)
         step = {s: tms[i].median_s / n_steps for i, s in enumerate(SPACES)}
         vf = {s: tms[2 + i].median_s for i, s in enumerate(SPACES)}
-        cost_rows.append((name, fmt_time(step["se3"]), fmt_time(step["so3xr3"]), f"{step['se3'] / step['so3xr3']:.2f}",
-                          fmt_time(vf["se3"]), fmt_time(vf["so3xr3"]), f"{vf['se3'] / vf['so3xr3']:.2f}",
-                          f"{tms[0].compile_s:.1f} / {tms[1].compile_s:.1f}"))  # fmt: skip
+        cost_rows.append(
+            (
+                name,
+                fmt_time(step["se3"]),
+                fmt_time(step["so3xr3"]),
+                f"{step['se3'] / step['so3xr3']:.2f}",
+                fmt_time(vf["se3"]),
+                fmt_time(vf["so3xr3"]),
+                f"{vf['se3'] / vf['so3xr3']:.2f}",
+                f"{tms[0].compile_s:.1f} / {tms[1].compile_s:.1f}",
+            )
+        )
         # 2. accuracy at equal cost
         Rr, rr, _ = runs["se3"](jnp.asarray(H_REF))
-        Rr2, rr2, _ = runs["so3xr3"](jnp.asarray(H_REF))
+        _Rr2, rr2, _ = runs["so3xr3"](jnp.asarray(H_REF))
         ref_unc = float(jnp.max(jnp.abs(rr - rr2)))
         errs = {s: [] for s in SPACES}
         for space in SPACES:
@@ -113,15 +123,35 @@ def main(argv=None) -> None:
                 e_pos = float(jnp.max(jnp.linalg.norm(r - rr, axis=-1)))
                 e_rot = float(jnp.max(jnp.linalg.norm(R - Rr, axis=(-2, -1))))
                 errs[space].append(e_pos)
-                acc_rows.append((name, LABEL[space], f"{h * 1e3:g}", f"{e_pos:.2e}", f"{e_rot:.2e}",
-                                 f"{float(viol):.2e}", fmt_time(step[space] * args.t1 / h), f"{ref_unc:.0e}"))
+                acc_rows.append(
+                    (
+                        name,
+                        LABEL[space],
+                        f"{h * 1e3:g}",
+                        f"{e_pos:.2e}",
+                        f"{e_rot:.2e}",
+                        f"{float(viol):.2e}",
+                        fmt_time(step[space] * args.t1 / h),
+                        f"{ref_unc:.0e}",
+                    )
+                )
         # SO(3)×R³ error at the run time of SE(3) with h = 1 ms: step h_eq = 1 ms × c_so3 / c_se3 (smaller, since
         # SO(3)×R³ is cheaper), error extrapolated as e ∝ h^p with p observed between h = 2 ms and 1 ms
         h_eq = 1e-3 * step["so3xr3"] / step["se3"]
         e2, e1 = errs["so3xr3"][-2:]
         p = np.log2(e2 / e1)
-        acc_rows.append((name, f"SO(3)×R³ @ SE(3) cost (p = {p:.2f})", f"{h_eq * 1e3:.2f}",
-                         f"{e1 * (h_eq / 1e-3) ** p:.2e}", "", "", "", ""))
+        acc_rows.append(
+            (
+                name,
+                f"SO(3)×R³ @ SE(3) cost (p = {p:.2f})",
+                f"{h_eq * 1e3:.2f}",
+                f"{e1 * (h_eq / 1e-3) ** p:.2e}",
+                "",
+                "",
+                "",
+                "",
+            )
+        )
 
     def table(head, rows):
         widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
@@ -130,11 +160,25 @@ def main(argv=None) -> None:
         return "\n".join(lines)
 
     print(f"\n## Cost (RKMK4, exp, body form; {round(args.t1 / 1e-3)} steps of 1 ms; median of {args.repeats})\n")
-    print(table(("example", "SE(3) /step", "SO(3)×R³ /step", "ratio", "SE(3) field", "SO(3)×R³ field", "ratio",
-                 "compile [s] SE(3) / SO(3)×R³"), cost_rows))  # fmt: skip
+    print(
+        table(
+            (
+                "example",
+                "SE(3) /step",
+                "SO(3)×R³ /step",
+                "ratio",
+                "SE(3) field",
+                "SO(3)×R³ field",
+                "ratio",
+                "compile [s] SE(3) / SO(3)×R³",
+            ),
+            cost_rows,
+        )
+    )
     print(f"\n## Accuracy at t = {args.t1:g} s vs RK4 reference (h = {H_REF * 1e3:g} ms)\n")
-    print(table(("example", "space", "h [ms]", "‖Δr‖ [m]", "‖ΔR‖", "max ‖g‖ [m]", "run time", "ref. unc. [m]"),
-                acc_rows))  # fmt: skip
+    print(
+        table(("example", "space", "h [ms]", "‖Δr‖ [m]", "‖ΔR‖", "max ‖g‖ [m]", "run time", "ref. unc. [m]"), acc_rows)
+    )
 
 
 if __name__ == "__main__":

@@ -43,9 +43,16 @@ def make_run(cm, tangent_operator, t1, tol, h_min):
     solver = GeneralizedAlpha(0.9, cm, tangent_operator, tol)
 
     def run(omega0, h):
-        sol = diffrax.diffeqsolve(top_term(), solver, 0.0, t1, h, (jnp.eye(3), omega0),
-                                  saveat=diffrax.SaveAt(t1=True, solver_state=True),
-                                  max_steps=int(round(t1 / h_min)) + 1)
+        sol = diffrax.diffeqsolve(
+            top_term(),
+            solver,
+            0.0,
+            t1,
+            h,
+            (jnp.eye(3), omega0),
+            saveat=diffrax.SaveAt(t1=True, solver_state=True),
+            max_steps=round(t1 / h_min) + 1,
+        )
         return sol.ys[0][-1], sol.ys[1][-1], newton_statistics(sol)["per_step"]
 
     return run
@@ -63,8 +70,10 @@ def main():
     R_ref, W_ref = R_ref[-1], W_ref[-1]
     omega0 = jnp.asarray(OMEGA0)
     omegas = omega0 + 0.01 * jnp.asarray(np.random.default_rng(0).normal(size=(args.batch, 3)))
-    print(f"heavy top, rho_inf = 0.9, t1 = {t1}, Newton tol = {args.tol:g} (scaled residual), float64, "
-          f"{jax.devices()[0].platform}")
+    print(
+        f"heavy top, rho_inf = 0.9, t1 = {t1}, Newton tol = {args.tol:g} (scaled residual), float64, "
+        f"{jax.devices()[0].platform}"
+    )
 
     runs = {c: make_run(*c, t1, args.tol, min(steps)) for c in CASES}
     cases = []
@@ -72,40 +81,56 @@ def main():
         cases += [(runs[c], (omega0, h_time)), (jax.vmap(runs[c], in_axes=(0, None)), (omegas, h_time))]
     timings = time_group(cases, repeats=args.repeats)
     n_time = t1 / h_time
-    cost = {c: dict(us_step=1e6 * timings[2 * k].median_s / n_time,
-                    us_step_top=1e6 * timings[2 * k + 1].median_s / n_time / args.batch,
-                    compile_s=timings[2 * k].compile_s) for k, c in enumerate(CASES)}
+    cost = {
+        c: dict(
+            us_step=1e6 * timings[2 * k].median_s / n_time,
+            us_step_top=1e6 * timings[2 * k + 1].median_s / n_time / args.batch,
+            compile_s=timings[2 * k].compile_s,
+        )
+        for k, c in enumerate(CASES)
+    }
     rows = {}
     for c in CASES:
         fn = jax.jit(runs[c])
         for h in steps:
             R, W, newton = fn(omega0, h)
-            rows[c + (h,)] = dict(newton=float(newton), err_R=float(np.linalg.norm(np.asarray(R) - R_ref, 2)),
-                                  err_W=float(np.linalg.norm(np.asarray(W) - W_ref) / np.linalg.norm(W_ref)))
+            rows[c + (h,)] = dict(
+                newton=float(newton),
+                err_R=float(np.linalg.norm(np.asarray(R) - R_ref, 2)),
+                err_W=float(np.linalg.norm(np.asarray(W) - W_ref) / np.linalg.norm(W_ref)),
+            )
 
     print(f"\ntime per step at h = {h_time:g} ({n_time:.0f} steps, median of {args.repeats} interleaved repeats):")
     print(f"| map | T(θ) in S | µs/step (1 top) | µs/step/top (vmap {args.batch}) | compile s (1 top) |")
     print("|---|---|---|---|---|")
     for c in CASES:
         r = cost[c]
-        print(f"| {c[0]} | {'T(θ)' if c[1] else 'I'} | {r['us_step']:.1f} | {r['us_step_top']:.2f} | "
-              f"{r['compile_s']:.1f} |")
+        print(
+            f"| {c[0]} | {'T(θ)' if c[1] else 'I'} | {r['us_step']:.1f} | {r['us_step_top']:.2f} | "
+            f"{r['compile_s']:.1f} |"
+        )
     print("\naccuracy and Newton iterations:")
     print("| map | T(θ) in S | h | Newton/step | ‖R−Rref‖₂ | \\|Ω−Ωref\\|/\\|Ωref\\| |")
     print("|---|---|---|---|---|---|")
     for c in CASES:
         for h in steps:
             r = rows[c + (h,)]
-            print(f"| {c[0]} | {'T(θ)' if c[1] else 'I'} | {h:g} | {r['newton']:.2f} | {r['err_R']:.3e} | "
-                  f"{r['err_W']:.3e} |")
+            print(
+                f"| {c[0]} | {'T(θ)' if c[1] else 'I'} | {h:g} | {r['newton']:.2f} | {r['err_R']:.3e} | "
+                f"{r['err_W']:.3e} |"
+            )
 
     e, y = ("exp", True), ("cayley", True)
     print("\nratios Cayley / exp (exact iteration matrix):")
-    print(f"  time/step: 1 top {cost[y]['us_step'] / cost[e]['us_step']:.2f}, "
-          f"vmap {cost[y]['us_step_top'] / cost[e]['us_step_top']:.2f}")
+    print(
+        f"  time/step: 1 top {cost[y]['us_step'] / cost[e]['us_step']:.2f}, "
+        f"vmap {cost[y]['us_step_top'] / cost[e]['us_step_top']:.2f}"
+    )
     for h in steps:
-        print(f"  h = {h:g}: R-error {rows[y + (h,)]['err_R'] / rows[e + (h,)]['err_R']:.2f}, "
-              f"Ω-error {rows[y + (h,)]['err_W'] / rows[e + (h,)]['err_W']:.2f}")
+        print(
+            f"  h = {h:g}: R-error {rows[y + (h,)]['err_R'] / rows[e + (h,)]['err_R']:.2f}, "
+            f"Ω-error {rows[y + (h,)]['err_W'] / rows[e + (h,)]['err_W']:.2f}"
+        )
     # equal cost: error ∝ h² at order 2 and cost ∝ (time/step)/h, so at equal cost
     # err_cay/err_exp = (err ratio at equal h) × (time/step ratio)²; evaluated with the fitted error constants.
     for key, label in (("us_step", "1 top"), ("us_step_top", "vmap")):
@@ -114,9 +139,13 @@ def main():
         print(f"  equal cost ({label}): R-error Cayley/exp = {ratio:.2f}")
     print("\nT ≈ I vs exact T(θ) (same map):")
     for m in ("exp", "cayley"):
-        print(f"  {m}: time/step ratio (I / T) {cost[(m, False)]['us_step'] / cost[(m, True)]['us_step']:.2f}; "
-              + ", ".join(f"h = {h:g}: {rows[(m, False, h)]['newton']:.2f} vs {rows[(m, True, h)]['newton']:.2f}"
-                          for h in steps) + " Newton/step")
+        print(
+            f"  {m}: time/step ratio (I / T) {cost[(m, False)]['us_step'] / cost[(m, True)]['us_step']:.2f}; "
+            + ", ".join(
+                f"h = {h:g}: {rows[(m, False, h)]['newton']:.2f} vs {rows[(m, True, h)]['newton']:.2f}" for h in steps
+            )
+            + " Newton/step"
+        )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Sections (each for batch 1 and a jax.vmap-ed batch B):
    (a) ``jax.jacfwd`` / ``jax.jacrev`` of ``jaxse3.se3.dexp_apply`` (runs the custom_jvp closed forms),
    (b) ``jaxse3.se3.dexp_jac`` called directly,
    (c) ``jax.jacfwd`` / ``jax.jacrev`` of :func:`plain_dexp_apply` below: the SAME formula
-       dexp_X Z = Z + a1 AZ + a2 A²Z + a3 A³Z + a4 A⁴Z (A = ad_X, matrix-vector products only, like the library) with the
+       dexp_X Z = Z + a1 AZ + a2 A²Z + a3 A³Z + a4 A⁴Z (A = ad_X, matrix-vector products only, like the library) with
+       the
        literal closed-form coefficients of seed 000 eq. (23) and a double-where 2-term Taylor branch below φ = 1e−3,
        differentiated by plain JAX autodiff.
 2. Hessian of h(X) = Qᵀ dexp_X Z (and dexp⁻¹): (a) ``jax.hessian`` through the custom rules, (b) ``se3.dexp_hess``,
@@ -153,7 +154,8 @@ def _q_dot(apply):
 
 
 def section_cases():
-    """[(title, [(key, label, fn on unbatched args, arg names)], reference key(s), [(baseline, ours, text, target)])]."""
+    """[(title, [(key, label, fn on unbatched args, arg names)], reference key(s), [(baseline, ours, text,
+    target)])]."""
     sections = []
     for fam, ours_apply, ours_jac, plain_apply, sym in (
         ("dexp", se3.dexp_apply, se3.dexp_jac, plain_dexp_apply, "dexp_X Z"),
@@ -274,8 +276,10 @@ def run(batches: list[int], repeats: int, min_sample_s: float, emit) -> list[tup
     summary = []
     for title, cases, ref, ratio_specs in section_cases():
         emit(f"\n### {title}\n")
-        emit("| case | batch | compile s | time / call (median) | (best) | time / element | XLA flops / el "
-             "| XLA bytes / el | max \\|Δ\\| vs ref |")
+        emit(
+            "| case | batch | compile s | time / call (median) | (best) | time / element | XLA flops / el "
+            "| XLA bytes / el | max \\|Δ\\| vs ref |"
+        )
         emit("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         results: dict[tuple[str, int], float] = {}
         for b in batches:
@@ -287,12 +291,16 @@ def run(batches: list[int], repeats: int, min_sample_s: float, emit) -> list[tup
             for key, label, tm in rows:  # cross-check every output against the reference of its section
                 rkey = ref if isinstance(ref, str) else ref.get(key, key)
                 d = "ref" if rkey == key else f"{_maxdiff(outs[key], outs[rkey]):.1e}"
-                emit(f"| {label} | {b} | {tm.compile_s:.2f} | {fmt_time(tm.median_s)} | {fmt_time(tm.min_s)} "
-                     f"| {fmt_time(tm.median_s / b)} | {tm.flops / b:.0f} | {tm.bytes_accessed / b:.0f} | {d} |")
+                emit(
+                    f"| {label} | {b} | {tm.compile_s:.2f} | {fmt_time(tm.median_s)} | {fmt_time(tm.min_s)} "
+                    f"| {fmt_time(tm.median_s / b)} | {tm.flops / b:.0f} | {tm.bytes_accessed / b:.0f} | {d} |"
+                )
         emit("")
         for b in batches:
-            best = {p: min((v for (k, bb), v in results.items() if bb == b and k.startswith(p)), default=None)
-                    for p in ("ours", "plain")}
+            best = {
+                p: min((v for (k, bb), v in results.items() if bb == b and k.startswith(p)), default=None)
+                for p in ("ours", "plain")
+            }
             for base, ours, text, target in ratio_specs:
                 tb = best["plain"] if base == "best_plain" else results[(base, b)]
                 to = best["ours"] if ours == "best_ours" else results[(ours, b)]
@@ -333,9 +341,12 @@ def main(argv=None):
     emit("Machine:\n")
     for line in machine_info():
         emit(line)
-    emit(f"- float64, batch 1 and jax.vmap batch {batch}; median (and best) of {repeats} samples per case, each ≥ "
-         f"{min_sample_s * 1e3:g} ms of back-to-back calls with block_until_ready, cases of a table sampled round-robin; "
-         "compile s = trace + lower + XLA compile.")
+    emit(
+        f"- float64, batch 1 and jax.vmap batch {batch}; median (and best) of {repeats} samples per case, each ≥ "
+        f"{min_sample_s * 1e3:g} ms of back-to-back calls with block_until_ready, "
+        "cases of a table sampled round-robin; "
+        "compile s = trace + lower + XLA compile."
+    )
     summary = run([1, batch], repeats, min_sample_s, emit)
 
     emit(f"\n### Targets at batch {batch}\n")
@@ -343,8 +354,10 @@ def main(argv=None):
     emit("|---|---:|---:|:---:|")
     for text, _, r, met, target in summary:
         emit(f"| {text} | {r:.2f}× | ≥ {target:g}× | {'yes' if met else '**no**'} |")
-    emit(f"\nTotal benchmark wall time: {time.perf_counter() - t_start:.0f} s; peak RSS {_peak_rss_gib():.1f} GiB; "
-         f"load average at end: {_loadavg()}")
+    emit(
+        f"\nTotal benchmark wall time: {time.perf_counter() - t_start:.0f} s; peak RSS {_peak_rss_gib():.1f} GiB; "
+        f"load average at end: {_loadavg()}"
+    )
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write("\n".join(emit.lines) + "\n")

@@ -57,7 +57,9 @@ def solve_fn(coordinates, side, n):
     solver = RKMK4(coordinates, side)
 
     def run(C0, scales):
-        sol = diffrax.diffeqsolve(LieODETerm(field), solver, 0.0, T, T / n, SE3Element(C0), args=scales, max_steps=n + 1)
+        sol = diffrax.diffeqsolve(
+            LieODETerm(field), solver, 0.0, T, T / n, SE3Element(C0), args=scales, max_steps=n + 1
+        )
         return sol.ys.matrix[-1]
 
     return run
@@ -68,7 +70,7 @@ def step_flops(coordinates, side, C0, scales) -> float:
     solver, term = RKMK4(coordinates, side), LieODETerm(field)
     y0 = SE3Element(C0)
     state = solver.init(term, 0.0, 0.02, y0, scales)
-    fn = lambda y, s: solver.step(term, 0.0, 0.02, y, scales, s, False)[0].matrix  # noqa: E731
+    fn = lambda y, s: solver.step(term, 0.0, 0.02, y, scales, s, False)[0].matrix
     cost = jax.jit(fn).lower(y0, state).compile().cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return float(cost.get("flops", float("nan")))
@@ -115,8 +117,10 @@ def cost_table(out: Report, batch: int, repeats: int):
     out("| variant | time / step | ratio to exp-spatial | flops / step (XLA) | flops ratio | compile |")
     out("|---|---|---|---|---|---|")
     for (c, s), tm, fl in zip(VARIANTS, timings, flops):
-        out(f"| {c}-{s} | {fmt_time(tm.median_s / N_STEPS)} | {tm.median_s / base:.2f} | {fl:.3g} | {fl / flops[0]:.2f} "
-            f"| {tm.compile_s:.1f} s |")  # fmt: skip
+        out(
+            f"| {c}-{s} | {fmt_time(tm.median_s / N_STEPS)} | {tm.median_s / base:.2f} | {fl:.3g} "
+            f"| {fl / flops[0]:.2f} | {tm.compile_s:.1f} s |"
+        )
     return {v: tm.median_s / N_STEPS for v, tm in zip(VARIANTS, timings)}
 
 
@@ -128,14 +132,21 @@ def accuracy_table(out: Report, per_step: dict):
     for c, s in VARIANTS:
         C0, ref = reference(s)
         solver, term = RKMK4(c, s), LieODETerm(field)
-        runs = jax.jit(jax.vmap(lambda n: diffrax.diffeqsolve(  # noqa: B023 - used immediately
-            term, solver, 0.0, T, T / n, SE3Element(C0), args=jnp.asarray(1.0), max_steps=81).ys.matrix[-1]))  # fmt: skip
+        runs = jax.jit(
+            jax.vmap(
+                lambda n: diffrax.diffeqsolve(
+                    term, solver, 0.0, T, T / n, SE3Element(C0), args=jnp.asarray(1.0), max_steps=81
+                ).ys.matrix[-1]
+            )
+        )
         errs = list(np.max(np.abs(np.asarray(runs(jnp.array([20.0, 40.0, 80.0]))) - ref), axis=(1, 2)))
         n_needed = 80 * (errs[-1] / 1e-8) ** 0.25
         costs[c, s] = n_needed * per_step[c, s]
         ratio = costs[c, s] / costs["exp", s]
-        out(f"| {c}-{s} | {errs[0]:.2e} | {errs[1]:.2e} | {errs[2]:.2e} | {np.log2(errs[1] / errs[2]):.2f} "
-            f"| {n_needed:.0f} | {fmt_time(costs[c, s])} | {ratio:.2f} |")  # fmt: skip
+        out(
+            f"| {c}-{s} | {errs[0]:.2e} | {errs[1]:.2e} | {errs[2]:.2e} | {np.log2(errs[1] / errs[2]):.2f} "
+            f"| {n_needed:.0f} | {fmt_time(costs[c, s])} | {ratio:.2f} |"
+        )
 
 
 def main(argv=None):
@@ -147,8 +158,10 @@ def main(argv=None):
     a = p.parse_args(argv)
     batch, repeats = (100, 3) if a.quick else (a.batch, a.repeats)
     out = Report()
-    out(f"jax {jax.__version__}, diffrax {diffrax.__version__}, {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, float64")  # fmt: skip
+    out(
+        f"jax {jax.__version__}, diffrax {diffrax.__version__}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, float64"
+    )
     per_step = cost_table(out, 1, repeats)
     cost_table(out, batch, repeats)
     accuracy_table(out, per_step)

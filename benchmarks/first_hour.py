@@ -24,8 +24,13 @@ import time
 def _main_job(env_extra: dict[str, str], out: str) -> dict[str, float]:
     env = {**os.environ, **env_extra}
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--out", out, "--no-progress"],
-                       capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--out", out, "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     wall = time.perf_counter() - t0
     compile_s = float(re.search(r"compile: ([\d.]+) s", r.stdout).group(1))
     sim_s = float(re.search(r"simulated in ([\d.]+) s wall", r.stdout).group(1))
@@ -35,9 +40,11 @@ def _main_job(env_extra: dict[str, str], out: str) -> dict[str, float]:
 def main_job_table() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache, out = os.path.join(tmp, "cache"), os.path.join(tmp, "out")
-        rows = [("no cache (JAXSE3_CACHE=0)", _main_job({"JAXSE3_CACHE": "0"}, out)),
-                ("first run, empty cache", _main_job({"JAXSE3_CACHE": cache}, out)),
-                ("second run, warm cache", _main_job({"JAXSE3_CACHE": cache}, out))]  # fmt: skip
+        rows = [
+            ("no cache (JAXSE3_CACHE=0)", _main_job({"JAXSE3_CACHE": "0"}, out)),
+            ("first run, empty cache", _main_job({"JAXSE3_CACHE": cache}, out)),
+            ("second run, warm cache", _main_job({"JAXSE3_CACHE": cache}, out)),
+        ]
     print("\njaxse3 run cdm (10 s of the CDM, Kvaerno5, rtol 1e-3), wall seconds")
     print(f"{'run':28s} {'command':>8s} {'compile':>8s} {'simulation':>11s}")
     for label, r in rows:
@@ -57,7 +64,7 @@ def batch_table(batch: int) -> None:
     u = jnp.asarray(np.random.default_rng(0).uniform(0.0, 20.0, size=(batch, system.n_inputs)))
     results, times = {}, {}
     for label, chunk in (("one vmap (chunk_size=None)", None), ("chunks of 8", 8)):
-        run = lambda: jax.block_until_ready(simulate_batch(system, u, t_final=0.2, chunk_size=chunk))  # noqa: E731
+        run = lambda: jax.block_until_ready(simulate_batch(system, u, t_final=0.2, chunk_size=chunk))
         t0 = time.perf_counter()
         results[label] = run()
         first = time.perf_counter() - t0

@@ -36,8 +36,13 @@ from _timing import fmt_time, time_group  # noqa: E402
 from rigid_dynamics import ROBOTS, _pin_time, benchmark_models  # noqa: E402
 
 from jaxse3 import rigid  # noqa: E402
-from jaxse3.rigid import interop  # noqa: E402
-from jaxse3.rigid import integrate, rnea_autodiff, rnea_derivatives, rnea_second_order_derivatives  # noqa: E402
+from jaxse3.rigid import (  # noqa: E402
+    integrate,
+    interop,
+    rnea_autodiff,
+    rnea_derivatives,
+    rnea_second_order_derivatives,
+)
 
 
 def autodiff_first_order(m, q, v, a):
@@ -73,8 +78,10 @@ def bench_model(label, m, pm, batch, repeats, ad_batch=None, chunk=8, vmap_colum
     V, A = (jnp.asarray(rng.normal(size=(batch, m.nv))) for _ in range(2))
     algos = {
         "FO": (lambda q, v, a: rnea_derivatives(m, q, v, a), lambda q, v, a: autodiff_first_order(m, q, v, a)),
-        "SO": (lambda q, v, a: rnea_second_order_derivatives(m, q, v, a),
-               lambda q, v, a: autodiff_second_order(m, q, v, a)),  # fmt: skip
+        "SO": (
+            lambda q, v, a: rnea_second_order_derivatives(m, q, v, a),
+            lambda q, v, a: autodiff_second_order(m, q, v, a),
+        ),
     }
     ad_batch = ad_batch or batch
     cases = []
@@ -90,49 +97,71 @@ def bench_model(label, m, pm, batch, repeats, ad_batch=None, chunk=8, vmap_colum
     t_pin = _pin_time(lambda: pin.computeRNEADerivatives(pm, pd, qp, vp, ap), repeats)
     rows = []
     for k, name in enumerate(algos):
-        o1, ob, oc, a1, ab = t[5 * k: 5 * k + 5]
+        o1, ob, oc, a1, ab = t[5 * k : 5 * k + 5]
         err = max(float(jnp.max(jnp.abs(x - y)) / jnp.max(jnp.abs(y))) for x, y in zip(o1.out, a1.out))
-        rows.append((label, m.nv, name, o1.median_s, ob.median_s / batch if vmap_column else float("nan"),
-                     oc.median_s / batch, a1.median_s,
-                     ab.median_s / ad_batch,
-                     t_pin if name == "FO" else float("nan"), o1.compile_s + ob.compile_s, a1.compile_s + ab.compile_s,
-                     err))  # fmt: skip
+        rows.append(
+            (
+                label,
+                m.nv,
+                name,
+                o1.median_s,
+                ob.median_s / batch if vmap_column else float("nan"),
+                oc.median_s / batch,
+                a1.median_s,
+                ab.median_s / ad_batch,
+                t_pin if name == "FO" else float("nan"),
+                o1.compile_s + ob.compile_s,
+                a1.compile_s + ab.compile_s,
+                err,
+            )
+        )
     return rows
 
 
 def _table(rows, batch, ad_batch=None, chunk=8):
-    head = (f"| model | nv | order | ours batch 1 | ours per state (vmap {batch}) | "
-            f"ours per state (chunks of {chunk}) | autodiff batch 1 | autodiff per state (vmap {ad_batch or batch}) | "
-            f"autodiff/ours batch 1 | autodiff/ours per state | Pinocchio FO per call | "
-            f"ours per state (best) / Pinocchio | "
-            f"compile ours / autodiff | max rel diff |\n|" + "---|" * 14)  # fmt: skip
+    head = (
+        f"| model | nv | order | ours batch 1 | ours per state (vmap {batch}) | "
+        f"ours per state (chunks of {chunk}) | autodiff batch 1 | autodiff per state (vmap {ad_batch or batch}) | "
+        f"autodiff/ours batch 1 | autodiff/ours per state | Pinocchio FO per call | "
+        f"ours per state (best) / Pinocchio | "
+        f"compile ours / autodiff | max rel diff |\n|" + "---|" * 14
+    )
     out = [head]
     for lab, nv, name, o1, ob, oc, a1, ab, tp, co, ca, e in rows:
         best = oc if ob != ob else min(ob, oc)  # ob is NaN without the single-vmap column
         pin_cols = f"{fmt_time(tp)} | {best / tp:.2f}" if tp == tp else "— | —"
         whole = fmt_time(ob) if ob == ob else "—"
-        out.append(f"| {lab} | {nv} | {name} | {fmt_time(o1)} | {whole} | {fmt_time(oc)} | "
-                   f"{fmt_time(a1)} | {fmt_time(ab)} | {a1 / o1:.1f} | {ab / best:.1f} | {pin_cols} | "
-                   f"{co:.0f} s / {ca:.0f} s | {e:.0e} |")  # fmt: skip
+        out.append(
+            f"| {lab} | {nv} | {name} | {fmt_time(o1)} | {whole} | {fmt_time(oc)} | "
+            f"{fmt_time(a1)} | {fmt_time(ab)} | {a1 / o1:.1f} | {ab / best:.1f} | {pin_cols} | "
+            f"{co:.0f} s / {ca:.0f} s | {e:.0e} |"
+        )
     return "\n".join(out)
 
 
 def main(argv=None):
-    import pinocchio as pin
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--batch", type=int, default=None)
-    ap.add_argument("--ad-batch", type=int, default=None,
-                    help="batch of the vmapped autodiff reference (default: --batch); the nested-autodiff SO needs "
-                         "~30 GB at batch 1000 for HyQ, so use e.g. 100 there")  # fmt: skip
+    ap.add_argument(
+        "--ad-batch",
+        type=int,
+        default=None,
+        help="batch of the vmapped autodiff reference (default: --batch); the nested-autodiff SO needs "
+        "~30 GB at batch 1000 for HyQ, so use e.g. 100 there",
+    )
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--chunk", type=int, default=8, help="chunk size of the lax.map(batch_size=...) column")
     ap.add_argument("--robots", default=None, help="comma-separated subset of " + ",".join(ROBOTS))
     ap.add_argument("--sizes", default=None, help="comma-separated autoTree sizes (default 6,12,24,48)")
-    ap.add_argument("--vmap-max-nv", type=int, default=None,
-                    help="skip the single-vmap column for models with more DoFs (its memory grows with the batch: "
-                         "Talos, nv = 38, needs ~27 GB at batch 1000); the chunked column still runs")
+    ap.add_argument(
+        "--vmap-max-nv",
+        type=int,
+        default=None,
+        help="skip the single-vmap column for models with more DoFs (its memory grows with the batch: "
+        "Talos, nv = 38, needs ~27 GB at batch 1000); the chunked column still runs",
+    )
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
     batch = args.batch or (100 if args.quick else 1000)
@@ -142,8 +171,16 @@ def main(argv=None):
     models = benchmark_models(robots, sizes)
     rows = []
     for label, m, pm in models:
-        rows += bench_model(label, m, pm, batch, repeats, args.ad_batch, args.chunk,
-                            vmap_column=args.vmap_max_nv is None or m.nv <= args.vmap_max_nv)
+        rows += bench_model(
+            label,
+            m,
+            pm,
+            batch,
+            repeats,
+            args.ad_batch,
+            args.chunk,
+            vmap_column=args.vmap_max_nv is None or m.nv <= args.vmap_max_nv,
+        )
         table = _table(rows, batch, args.ad_batch, args.chunk)
         print("\n".join(table.splitlines()[-2:]), flush=True)
         if args.markdown:  # rewritten after every model: an interrupted run keeps what it measured

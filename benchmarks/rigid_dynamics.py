@@ -67,12 +67,14 @@ def bench_model(label, m, pm, batch, repeats):
     algos = {
         "RNEA": (lambda q, v, a, t: rigid.rnea(m, q, v, a), lambda i: pin.rnea(pm, pd, q_pin[i], v_pin[i], a_pin[i])),
         "CRBA": (lambda q, v, a, t: rigid.crba(m, q), lambda i: pin.crba(pm, pd, q_pin[i])),
-        "FD": (lambda q, v, a, t: rigid.forward_dynamics(m, q, v, t),
-               lambda i: pin.aba(pm, pd, q_pin[i], v_pin[i], T_pin[i])),  # fmt: skip
+        "FD": (
+            lambda q, v, a, t: rigid.forward_dynamics(m, q, v, t),
+            lambda i: pin.aba(pm, pd, q_pin[i], v_pin[i], T_pin[i]),
+        ),
     }
     T_pin = [pin.rnea(pm, pd, q, v, a) for q, v, a in zip(q_pin, v_pin, a_pin)]
     cases = []
-    for name, (fn, _) in algos.items():
+    for fn, _ in algos.values():
         cases.append((fn, (Q[0], V[0], A[0], T[0])))
         cases.append((jax.vmap(fn), (Q, V, A, T)))
     timings = time_group(cases, repeats=repeats)
@@ -81,8 +83,11 @@ def bench_model(label, m, pm, batch, repeats):
     for k, (name, (_, pin_fn)) in enumerate(algos.items()):
         t1, tb = timings[2 * k], timings[2 * k + 1]
         t_pin = _pin_time(lambda: pin_fn(0), repeats)
-        ref = {"RNEA": lambda: np.asarray(T_pin[0]), "FD": lambda: a_pin[0],
-               "CRBA": lambda: (lambda M: np.triu(M) + np.triu(M, 1).T)(pin.crba(pm, pd, q_pin[0]))}[name]()  # fmt: skip
+        ref = {
+            "RNEA": lambda: np.asarray(T_pin[0]),
+            "FD": lambda: a_pin[0],
+            "CRBA": lambda: (lambda M: np.triu(M) + np.triu(M, 1).T)(pin.crba(pm, pd, q_pin[0])),
+        }[name]()
         out = np.asarray(t1.out)
         out = out[perm][:, perm] if out.ndim == 2 else out[perm]
         err = np.abs(out - ref).max() / np.abs(ref).max()
@@ -91,7 +96,8 @@ def bench_model(label, m, pm, batch, repeats):
 
 
 def benchmark_models(robots, sizes):
-    """``(label, jaxse3 model, Pinocchio model)`` for the named robots and the autoTree chains/trees of the given sizes."""
+    """``(label, jaxse3 model, Pinocchio model)`` for the named robots and the autoTree chains/trees of the given
+    sizes."""
     import pinocchio as pin
 
     models = []
@@ -108,20 +114,24 @@ def benchmark_models(robots, sizes):
 
 
 def main(argv=None):
-    import pinocchio as pin
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--robots", default=None, help="comma-separated subset of " + ",".join(ROBOTS))
-    ap.add_argument("--sizes", default=None, help="comma-separated autoTree sizes (default 6,12,24,48; 'none': no autoTree)")
+    ap.add_argument(
+        "--sizes", default=None, help="comma-separated autoTree sizes (default 6,12,24,48; 'none': no autoTree)"
+    )
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else args.repeats
     robots = args.robots.split(",") if args.robots else (["UR5", "HyQ"] if args.quick else list(ROBOTS))
-    sizes = ([] if args.sizes == "none" else [int(x) for x in args.sizes.split(",")]) if args.sizes else (
-        [12] if args.quick else [6, 12, 24, 48])  # fmt: skip
+    sizes = (
+        ([] if args.sizes == "none" else [int(x) for x in args.sizes.split(",")])
+        if args.sizes
+        else ([12] if args.quick else [6, 12, 24, 48])
+    )
     models = benchmark_models(robots, sizes)
     rows = []
     for label, m, pm in models:
@@ -135,15 +145,23 @@ def main(argv=None):
 
 
 def _table(rows, batch):
-    header = (f"| model | nv | algorithm | jaxse3 batch 1 | jaxse3 per state (vmap {batch}) | Pinocchio per call | "
-              f"ratio batch 1 | ratio per state | compile | max rel err |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
-    return "\n".join([header] + [
-        f"| {lab} | {nv} | {alg} | {fmt_time(t1)} | {fmt_time(tb)} | {fmt_time(tp)} | {t1 / tp:.1f} | {tb / tp:.2f} | "
-        f"{c:.1f} s | {e:.1e} |" for lab, nv, alg, t1, tb, tp, c, e in rows])  # fmt: skip
+    header = (
+        f"| model | nv | algorithm | jaxse3 batch 1 | jaxse3 per state (vmap {batch}) | Pinocchio per call | "
+        f"ratio batch 1 | ratio per state | compile | max rel err |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
+    return "\n".join(
+        [header]
+        + [
+            f"| {lab} | {nv} | {alg} | {fmt_time(t1)} | {fmt_time(tb)} | {fmt_time(tp)} | {t1 / tp:.1f} "
+            f"| {tb / tp:.2f} | {c:.1f} s | {e:.1e} |"
+            for lab, nv, alg, t1, tb, tp, c, e in rows
+        ]
+    )
 
 
 def _depth_first(m):
-    """The same tree renumbered depth-first (Pinocchio's CRBA/ABA assume contiguous subtrees; autoTree is breadth-first)."""
+    """The same tree renumbered depth-first (Pinocchio's CRBA/ABA assume contiguous subtrees; autoTree is
+    breadth-first)."""
     order, stack = [], [i for i in reversed(range(m.nb)) if m.parents[i] < 0]
     while stack:
         i = stack.pop()
@@ -152,8 +170,15 @@ def _depth_first(m):
     new = {old: k for k, old in enumerate(order)}
     parents = [-1 if m.parents[i] < 0 else new[m.parents[i]] for i in order]
     idx = np.array(order)
-    return rigid.Model(parents, [m.joint_types[i] for i in order], m.joint_placements[idx], m.joint_axes[idx],
-                       m.inertias[idx], m.gravity, [m.names[i] for i in order])  # fmt: skip
+    return rigid.Model(
+        parents,
+        [m.joint_types[i] for i in order],
+        m.joint_placements[idx],
+        m.joint_axes[idx],
+        m.inertias[idx],
+        m.gravity,
+        [m.names[i] for i in order],
+    )
 
 
 def _pin_auto_tree(m):

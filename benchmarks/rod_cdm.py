@@ -44,8 +44,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _timing import fmt_time, time_group  # noqa: E402
 
 from jaxse3.rod import dynamics as rod_dynamics  # noqa: E402
-from jaxse3.sim.dynamics import _vector_field  # noqa: E402
 from jaxse3.sim import finite_difference, scenarios, simulate, simulate_batch, solve_statics_batch, stack  # noqa: E402
+from jaxse3.sim.dynamics import _vector_field  # noqa: E402
 
 
 def _rel(a, b) -> float:
@@ -57,8 +57,8 @@ def jacobian_table(name, system, inputs, t_state=3.0):
     tr = simulate(system, inputs, t_final=t_state, n_save=2)
     q, qd, u = tr.q[-1], tr.qd[-1], tr.u[-1]
     rod, loads = system.params
-    fd = lambda q, qd: rod_dynamics.forward_dynamics(rod, q, qd, u, loads)  # noqa: E731
-    plain = lambda q, qd: rod_dynamics._fd_plain(rod, q, qd, u, loads)  # noqa: E731 - no custom rules: autodiff of RNEA
+    fd = lambda q, qd: rod_dynamics.forward_dynamics(rod, q, qd, u, loads)
+    plain = lambda q, qd: rod_dynamics._fd_plain(rod, q, qd, u, loads)
     n = q.shape[0]
 
     def fd_by_column(q, qd, eps=1e-6):  # the paper's loop: one forward difference after the other (no vmap)
@@ -75,10 +75,14 @@ def jacobian_table(name, system, inputs, t_state=3.0):
     tms = time_group([(f, (q, qd)) for f in cases.values()], repeats=7)
     ref = tms[0].out
     print(f"\n[{name}] Jacobians of FD at t = {t_state} s (|q| = {float(jnp.linalg.norm(q)):.2f})")
-    print(f"{'method':30s} {'time':>10s} {'ratio':>7s} {'rel err dFD/dq':>15s} {'rel err dFD/dqd':>16s} {'compile':>8s}")
+    print(
+        f"{'method':30s} {'time':>10s} {'ratio':>7s} {'rel err dFD/dq':>15s} {'rel err dFD/dqd':>16s} {'compile':>8s}"
+    )
     for (label, _), tm in zip(cases.items(), tms):
-        print(f"{label:30s} {fmt_time(tm.median_s):>10s} {tm.median_s / tms[0].median_s:7.1f} "
-              f"{_rel(tm.out[0], ref[0]):15.1e} {_rel(tm.out[1], ref[1]):16.1e} {tm.compile_s:7.1f}s")
+        print(
+            f"{label:30s} {fmt_time(tm.median_s):>10s} {tm.median_s / tms[0].median_s:7.1f} "
+            f"{_rel(tm.out[0], ref[0]):15.1e} {_rel(tm.out[1], ref[1]):16.1e} {tm.compile_s:7.1f}s"
+        )
 
 
 def _timed(fn):
@@ -96,10 +100,18 @@ def _newton_simulate(system, inputs, t_final):
 
     @eqx.filter_jit
     def run(t_final):
-        sol = diffrax.diffeqsolve(diffrax.ODETerm(_vector_field), solver, 0.0, t_final, None, (jnp.zeros(n),) * 2,
-                                  args=(system, inputs, system.forward_dynamics),
-                                  saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, t_final, 201)),
-                                  stepsize_controller=diffrax.PIDController(rtol=1e-3, atol=1e-6), max_steps=100_000)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(_vector_field),
+            solver,
+            0.0,
+            t_final,
+            None,
+            (jnp.zeros(n),) * 2,
+            args=(system, inputs, system.forward_dynamics),
+            saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, t_final, 201)),
+            stepsize_controller=diffrax.PIDController(rtol=1e-3, atol=1e-6),
+            max_steps=100_000,
+        )
         return jax.vmap(system.tip)(sol.ys[0]), sol.stats["num_steps"]
 
     tip, num_steps = run(jnp.asarray(t_final, dtype=float))
@@ -107,14 +119,17 @@ def _newton_simulate(system, inputs, t_final):
 
 
 def simulation_table(name, system, inputs, t_final, newton=True):
-    print(f"\n[{name}] {t_final} s simulations (wall and process CPU after compilation; compile = first call incl. a "
-          "1 ms run)")
+    print(
+        f"\n[{name}] {t_final} s simulations (wall and process CPU after compilation; compile = first call incl. a "
+        "1 ms run)"
+    )
     print(f"{'method':40s} {'wall':>8s} {'CPU':>8s} {'steps':>7s} {'max tip mismatch':>17s} {'compile':>8s}")
-    runs = {"Kvaerno5 + analytic Jacobian (chord)": lambda t: simulate(system, inputs, t_final=t),
-            "Kvaerno5 + finite-diff. Jacobian": lambda t: simulate(system, inputs, t_final=t,
-                                                                     jacobian="finite-difference"),
-            "Kvaerno3 + analytic Jacobian (chord)": lambda t: simulate(system, inputs, t_final=t, solver="kvaerno3"),
-            "Newmark-β h = 2 ms (analytic)": lambda t: simulate(system, inputs, t_final=t, solver="newmark", dt=2e-3)}
+    runs = {
+        "Kvaerno5 + analytic Jacobian (chord)": lambda t: simulate(system, inputs, t_final=t),
+        "Kvaerno5 + finite-diff. Jacobian": lambda t: simulate(system, inputs, t_final=t, jacobian="finite-difference"),
+        "Kvaerno3 + analytic Jacobian (chord)": lambda t: simulate(system, inputs, t_final=t, solver="kvaerno3"),
+        "Newmark-β h = 2 ms (analytic)": lambda t: simulate(system, inputs, t_final=t, solver="newmark", dt=2e-3),
+    }
     if newton:
         runs["Kvaerno5 + analytic, Newton (previous)"] = lambda t: _newton_simulate(system, inputs, t)
     ref = None
@@ -128,10 +143,14 @@ def simulation_table(name, system, inputs, t_final, newton=True):
 
 def statics_table(system, n, max_steps, load_steps, seed=0):
     u = jnp.asarray(np.random.default_rng(seed).uniform(0.0, 100.0, size=(n, 5)))
-    print(f"\n[CDM] statics: {n} random tension sets in [0, 100] N, batched (vmap), Newton from straight, "
-          f"{load_steps} load steps, max {max_steps} Newton iterations each")
-    print(f"{'Newton Jacobian':20s} {'per solve':>10s} {'CPU/solve':>10s} {'total':>8s} {'converged':>10s} "
-          f"{'iterations (median/max of converged)':>20s} {'max tip mismatch':>17s} {'compile+1st':>8s}")
+    print(
+        f"\n[CDM] statics: {n} random tension sets in [0, 100] N, batched (vmap), Newton from straight, "
+        f"{load_steps} load steps, max {max_steps} Newton iterations each"
+    )
+    print(
+        f"{'Newton Jacobian':20s} {'per solve':>10s} {'CPU/solve':>10s} {'total':>8s} {'converged':>10s} "
+        f"{'iterations (median/max of converged)':>20s} {'max tip mismatch':>17s} {'compile+1st':>8s}"
+    )
     ref = None
     kw = dict(load_steps=load_steps, max_steps=max_steps, throw=False)
     for label, jac in (("analytic", "analytic"), ("finite differences", "finite-difference")):
@@ -141,30 +160,42 @@ def statics_table(system, n, max_steps, load_steps, seed=0):
         ok = np.asarray(sol.converged & ref.converged)
         mism = float(jnp.linalg.norm(sol.tip - ref.tip, axis=-1)[ok].max())
         steps = np.asarray(sol.num_steps)[np.asarray(sol.converged)]
-        print(f"{label:20s} {fmt_time(wall / n):>10s} {fmt_time(cpu / n):>10s} {wall:7.2f}s "
-              f"{int(sol.converged.sum()):6d}/{n} {int(np.median(steps)):>10d}/{steps.max()} {mism:16.1e}m {c:7.1f}s",
-              flush=True)
+        print(
+            f"{label:20s} {fmt_time(wall / n):>10s} {fmt_time(cpu / n):>10s} {wall:7.2f}s "
+            f"{int(sol.converged.sum()):6d}/{n} {int(np.median(steps)):>10d}/{steps.max()} {mism:16.1e}m {c:7.1f}s",
+            flush=True,
+        )
 
 
 def throughput_table(system, batches, t_final, seed=0):
     rng = np.random.default_rng(seed)
-    print(f"\n[CDM] batched throughput: B random input sets (pulse peaks ×U[0.5, 1.5], starts ±0.5 s), {t_final} s each, "
-          "Kvaerno5 + analytic Jacobian, one vmap")
+    print(
+        f"\n[CDM] batched throughput: B random input sets (pulse peaks ×U[0.5, 1.5], starts ±0.5 s), {t_final} s each, "
+        "Kvaerno5 + analytic Jacobian, one vmap"
+    )
     print(f"{'B':>6s} {'wall':>9s} {'CPU':>9s} {'rod-s per wall-s':>17s} {'rod-s per CPU-s':>16s} {'compile':>8s}")
     base = scenarios.cdm_tensions()
     for B in batches:
-        inputs = stack([type(base)(base.start + rng.uniform(-0.5, 0.5, 5), base.width,
-                                   base.peak * rng.uniform(0.5, 1.5, 5)) for _ in range(B)])  # fmt: skip
+        inputs = stack(
+            [
+                type(base)(base.start + rng.uniform(-0.5, 0.5, 5), base.width, base.peak * rng.uniform(0.5, 1.5, 5))
+                for _ in range(B)
+            ]
+        )
         c = _timed(lambda: simulate_batch(system, inputs, t_final=1e-3, n_save=11))[1]
         _, wall, cpu = _timed(lambda: simulate_batch(system, inputs, t_final=t_final, n_save=11))
-        print(f"{B:6d} {wall:8.2f}s {cpu:8.2f}s {B * t_final / wall:17.2f} {B * t_final / cpu:16.2f} {c:7.1f}s",
-              flush=True)
+        print(
+            f"{B:6d} {wall:8.2f}s {cpu:8.2f}s {B * t_final / wall:17.2f} {B * t_final / cpu:16.2f} {c:7.1f}s",
+            flush=True,
+        )
         if B == 1:  # the same input set unbatched
             one = jax.tree.map(lambda x: x[0], inputs)
             c = _timed(lambda: simulate(system, one, t_final=1e-3, n_save=11))[1]
             _, wall, cpu = _timed(lambda: simulate(system, one, t_final=t_final, n_save=11))
-            print(f"{'1 (no vmap)':>6s} {wall:8.2f}s {cpu:8.2f}s {t_final / wall:17.2f} {t_final / cpu:16.2f} {c:7.1f}s",
-                  flush=True)
+            print(
+                f"{'1 (no vmap)':>6s} {wall:8.2f}s {cpu:8.2f}s {t_final / wall:17.2f} {t_final / cpu:16.2f} {c:7.1f}s",
+                flush=True,
+            )
 
 
 def main(argv=None):
@@ -175,7 +206,9 @@ def main(argv=None):
     p.add_argument("--t-batch", type=float, default=1.0)
     p.add_argument("--statics-max-steps", type=int, default=7, help="Newton iterations per load step")
     p.add_argument("--statics-load-steps", type=int, default=2)
-    p.add_argument("--skip", nargs="*", default=[], choices=["jacobians", "simulations", "statics", "throughput", "contact"])
+    p.add_argument(
+        "--skip", nargs="*", default=[], choices=["jacobians", "simulations", "statics", "throughput", "contact"]
+    )
     a = p.parse_args(argv)
     print(f"jax {jax.__version__} {jax.default_backend()}, float64, {os.cpu_count()} CPUs")
     cdm, tensions = scenarios.cdm_system(), scenarios.cdm_tensions()

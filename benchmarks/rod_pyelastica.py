@@ -84,8 +84,13 @@ class Ours:
         return (self.angular,) * 3 + (self.linear,) * 3
 
     def system(self, rho=RHO):
-        rod = rods.Rod(L, rods.CircularSection(RB, RT), rods.Material(E=E, rho=rho, nu=NU, damping=0.0),
-                       rods.LegendreBasis(self.orders), n_gauss=self.n_gauss)  # fmt: skip
+        rod = rods.Rod(
+            L,
+            rods.CircularSection(RB, RT),
+            rods.Material(E=E, rho=rho, nu=NU, damping=0.0),
+            rods.LegendreBasis(self.orders),
+            n_gauss=self.n_gauss,
+        )
         return rod_system(rod)
 
     def kwargs(self, t_final, n_save):
@@ -112,7 +117,7 @@ def pyelastica_run(n_elements: int, dt: float, t_final: float, n_save: int, n_ro
 
     The step is shrunk so that an integer number of steps falls between save times; only the stepping loop is timed.
     """
-    import elastica as ea  # noqa: PLC0415 - optional 'bench' dependency
+    import elastica as ea
 
     class Sim(ea.BaseSystemCollection, ea.Constraints, ea.Forcing):
         pass
@@ -121,8 +126,9 @@ def pyelastica_run(n_elements: int, dt: float, t_final: float, n_save: int, n_ro
     X = (np.arange(n_elements) + 0.5) / n_elements * L  # element centres
     for _ in range(n_rods):
         x_axis, z_axis = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
-        rod = ea.CosseratRod.straight_rod(n_elements, np.zeros(3), x_axis, z_axis, L, RB + (RT - RB) * X / L, RHO,
-                                          youngs_modulus=E, shear_modulus=G)  # fmt: skip
+        rod = ea.CosseratRod.straight_rod(
+            n_elements, np.zeros(3), x_axis, z_axis, L, RB + (RT - RB) * X / L, RHO, youngs_modulus=E, shear_modulus=G
+        )
         area = np.pi * rod.radius**2
         rod.shear_matrix[0, 0, :] = rod.shear_matrix[1, 1, :] = G * area  # undo the factory's 27/28 shear factor
         sim.append(rod)
@@ -205,24 +211,41 @@ def main(argv=None):
     p.add_argument("--t-final", type=float, default=1.0, help="simulated time of the single-rod runs (s)")
     p.add_argument("--t-batch", type=float, default=None, help="simulated time of the batched runs (default t-final)")
     p.add_argument("--batch", type=int, nargs="*", default=[64, 1024], help="batch sizes B for jaxse3 (none: skip)")
-    p.add_argument("--ours", type=Ours.parse, nargs="+", default=[Ours.parse(s) for s in OURS_DEFAULT],
-                   help="jaxse3 configurations a,l,n_gauss,solver,tol; the first one is also run batched")
+    p.add_argument(
+        "--ours",
+        type=Ours.parse,
+        nargs="+",
+        default=[Ours.parse(s) for s in OURS_DEFAULT],
+        help="jaxse3 configurations a,l,n_gauss,solver,tol; the first one is also run batched",
+    )
     p.add_argument("--ref", type=Ours.parse, default=Ours.parse("8,4,12,tsit5,1e-8"))
-    p.add_argument("--ref-npz", metavar="PATH", help="cache of the reference tip trajectory (reused if its settings "
-                   "match)")  # fmt: skip
+    p.add_argument(
+        "--ref-npz", metavar="PATH", help="cache of the reference tip trajectory (reused if its settings match)"
+    )
     p.add_argument("--elements", type=int, nargs="*", default=[25, 50, 100, 200, 400])
     p.add_argument("--cfl", type=float, default=0.5, help="PyElastica dt = cfl * dx / sqrt(E / rho)")
-    p.add_argument("--pe-block", type=int, default=16, help="rods in one PyElastica simulator for the scaling check "
-                   "(0: skip)")  # fmt: skip
+    p.add_argument(
+        "--pe-block", type=int, default=16, help="rods in one PyElastica simulator for the scaling check (0: skip)"
+    )
     p.add_argument("--pe-block-elements", type=int, default=200)
     p.add_argument("--pe-block-t", type=float, default=0.1, help="simulated time of the block check (s)")
     p.add_argument("--n-save", type=int, default=101, help="save times for the tip error (0 and t-final included)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each single-rod case (median)")
     p.add_argument("--batch-repeats", type=int, default=1, help="timed runs of each batched case (median)")
-    p.add_argument("--chunk", type=int, nargs="*", default=[8], help="simulate_batch chunk sizes (members integrated "
-                   "together as one Newmark stack); each batch size runs with each")  # fmt: skip
-    p.add_argument("--skip-warmup", action="store_true", help="no separate numba warm-up run for PyElastica (its "
-                   "first timed run then includes loading numba's cache; the median absorbs it if repeats >= 3)")
+    p.add_argument(
+        "--chunk",
+        type=int,
+        nargs="*",
+        default=[8],
+        help="simulate_batch chunk sizes (members integrated "
+        "together as one Newmark stack); each batch size runs with each",
+    )
+    p.add_argument(
+        "--skip-warmup",
+        action="store_true",
+        help="no separate numba warm-up run for PyElastica (its "
+        "first timed run then includes loading numba's cache; the median absorbs it if repeats >= 3)",
+    )
     p.add_argument("--markdown", metavar="PATH", help="also write the tables to this markdown file")
     a = p.parse_args(argv)
     t_batch = a.t_final if a.t_batch is None else a.t_batch
@@ -243,8 +266,9 @@ def main(argv=None):
         t0 = time.perf_counter()
         ref_tr = simulate(a.ref.system(), **a.ref.kwargs(a.t_final, a.n_save))
         ref = np.asarray(ref_tr.tip)
-        print(f"reference: {a.ref.label}, {int(ref_tr.num_steps)} steps, {time.perf_counter() - t0:.1f} s (with "
-              "compile)")  # fmt: skip
+        print(
+            f"reference: {a.ref.label}, {int(ref_tr.num_steps)} steps, {time.perf_counter() - t0:.1f} s (with compile)"
+        )
         if a.ref_npz:
             np.savez(a.ref_npz, tip=ref, key=key)
 
@@ -264,14 +288,15 @@ def main(argv=None):
         cases.append(c)
     for cfg in a.ours:
         system = cfg.system()
-        fn = lambda t, cfg=cfg, system=system: simulate(system, **cfg.kwargs(t, a.n_save))  # noqa: E731
+        fn = lambda t, cfg=cfg, system=system: simulate(system, **cfg.kwargs(t, a.n_save))
         cases.append(jax_case(cfg.label + ", 1 rod", fn, 1, a.t_final, "ours"))
     batch_cases = []
     for B in a.batch:
         for chunk in a.chunk:
             cfg, systems = a.ours[0], batched_systems(a.ours[0], B)
-            fn = lambda t, cfg=cfg, systems=systems, chunk=chunk: simulate_batch(  # noqa: E731
-                systems, None, batch_system=True, batch_inputs=False, chunk_size=chunk, **cfg.kwargs(t, a.n_save))
+            fn = lambda t, cfg=cfg, systems=systems, chunk=chunk: simulate_batch(
+                systems, None, batch_system=True, batch_inputs=False, chunk_size=chunk, **cfg.kwargs(t, a.n_save)
+            )
             batch_cases.append(jax_case(cfg.label + f", {B} rods (chunks of {min(chunk, B)})", fn, B, t_batch, "batch"))
 
     for r in range(max(a.repeats, a.batch_repeats)):
@@ -297,12 +322,16 @@ def main(argv=None):
     load1 = os.getloadavg()
 
     # ------------------------------------------------------------------------------------------------------- report
-    say(f"Tapered cantilever released under gravity, {a.t_final:g} s simulated (batched: {t_batch:g} s); reference "
+    say(
+        f"Tapered cantilever released under gravity, {a.t_final:g} s simulated (batched: {t_batch:g} s); reference "
         f"{a.ref.label}: tip at t_final = ({', '.join(f'{v:.5f}' for v in ref[-1])}) m; error = |tip − reference|, "
-        f"max over {a.n_save} times.")  # fmt: skip
-    say(f"`python benchmarks/rod_pyelastica.py {' '.join(sys.argv[1:] if argv is None else argv)}` — jax "
+        f"max over {a.n_save} times."
+    )
+    say(
+        f"`python benchmarks/rod_pyelastica.py {' '.join(sys.argv[1:] if argv is None else argv)}` — jax "
         f"{jax.__version__} ({jax.default_backend()}, float64), PyElastica {version('pyelastica')}; load average "
-        f"(1 min) {load0[0]:.1f} at start, {load1[0]:.1f} at end, on {os.cpu_count()} cores.")  # fmt: skip
+        f"(1 min) {load0[0]:.1f} at start, {load1[0]:.1f} at end, on {os.cpu_count()} cores."
+    )
     say()
     # second, independent reference: PyElastica's own limit, extrapolated from its two finest runs (its tip error
     # halves per doubling of the element count here: first order in Δx)
@@ -312,20 +341,26 @@ def main(argv=None):
         c1, c2 = pe_runs[-2:]
         k = c2.n_elements / c1.n_elements
         rich = (k * c2.tips - c1.tips) / (k - 1)
-        say(f"Reference check: PyElastica's limit (its {c1.n_elements} and {c2.n_elements} el. runs extrapolated at "
+        say(
+            f"Reference check: PyElastica's limit (its {c1.n_elements} and {c2.n_elements} el. runs extrapolated at "
             f"first order) vs the jaxse3 reference: max {tip_errors(rich, ref)[1] * 1e3:.3g} mm, at t_final "
-            f"{tip_errors(rich, ref)[0] * 1e3:.3g} mm.")  # fmt: skip
+            f"{tip_errors(rich, ref)[0] * 1e3:.3g} mm."
+        )
         say()
-    say("| configuration | error at t_final | max error | max error vs PyElastica's limit | wall per sim-s "
-        "| rod-s per wall-s | compile / warm-up |")  # fmt: skip
+    say(
+        "| configuration | error at t_final | max error | max error vs PyElastica's limit | wall per sim-s "
+        "| rod-s per wall-s | compile / warm-up |"
+    )
     say("|---|---|---|---|---|---|---|")
     for c in cases + batch_cases:
         full = c.t_sim == a.t_final
         e1, emax = tip_errors(c.tips, ref) if full else (float("nan"),) * 2
         e_pe = tip_errors(c.tips, rich)[1] if full and rich is not None else float("nan")
         setup = "—" if np.isnan(c.setup_s) else "≈ 0 (shared)" if c.compile_s < 1 else f"{c.compile_s:.1f} s"
-        say(f"| {c.label} | {e1 * 1e3:.3g} mm | {emax * 1e3:.3g} mm | {e_pe * 1e3:.3g} mm | {c.wall_per_sim_s:.3g} s "
-            f"| {c.throughput:.3g} | {setup} |")  # fmt: skip
+        say(
+            f"| {c.label} | {e1 * 1e3:.3g} mm | {emax * 1e3:.3g} mm | {e_pe * 1e3:.3g} mm | {c.wall_per_sim_s:.3g} s "
+            f"| {c.throughput:.3g} | {setup} |"
+        )
     for c in batch_cases:
         single = next(x for x in cases if x.kind == "ours" and c.label.startswith(x.label.removesuffix(", 1 rod")))
         if c.t_sim == a.t_final:
@@ -333,32 +368,42 @@ def main(argv=None):
             say(f"(batch check: member 0 of {c.n_rods} vs the single run: max tip difference {dev:.1e} m)")
     if block:
         n, dt, (w1, wk), tb = block
-        say(f"PyElastica block check ({n} el., dt={dt:.2g}, {tb:g} s): 1 rod {w1 / tb:.3g} s per sim-s; "
+        say(
+            f"PyElastica block check ({n} el., dt={dt:.2g}, {tb:g} s): 1 rod {w1 / tb:.3g} s per sim-s; "
             f"{a.pe_block} rods in one simulator {wk / tb:.3g} s per sim-s = {wk / tb / a.pe_block:.3g} s per "
-            f"rod-sim-s ({w1 / (wk / a.pe_block):.2f}× the single-rod throughput).")  # fmt: skip
+            f"rod-sim-s ({w1 / (wk / a.pe_block):.2f}× the single-rod throughput)."
+        )
     say()
 
     # ratios at matched accuracy: bracket ours by the PyElastica runs just more and just less accurate than it
     pe = sorted((c for c in cases if c.kind == "pe"), key=lambda c: tip_errors(c.tips, ref)[1])
     # PyElastica's best per-rod rate: the block gain counts only if appending rods to one simulator helps
     pe_block_gain = max(1.0, block[2][0] / (block[2][1] / a.pe_block)) if block else 1.0
-    say("| jaxse3 configuration | vs PyElastica (equal or better max error) | speed-up, 1 rod | speed-up, batch "
-        "(PyElastica batch = B × its best per-rod rate) |")  # fmt: skip
+    say(
+        "| jaxse3 configuration | vs PyElastica (equal or better max error) | speed-up, 1 rod | speed-up, batch "
+        "(PyElastica batch = B × its best per-rod rate) |"
+    )
     say("|---|---|---|---|")
     for o in (c for c in cases if c.kind == "ours"):
         eo = tip_errors(o.tips, ref)[1]
         worse = [c for c in pe if tip_errors(c.tips, ref)[1] >= eo]
         better = [c for c in pe if tip_errors(c.tips, ref)[1] < eo]
-        for tag, c in (("less accurate", worse[0] if worse else None),
-                       ("more accurate", better[-1] if better else None)):
+        for tag, c in (
+            ("less accurate", worse[0] if worse else None),
+            ("more accurate", better[-1] if better else None),
+        ):
             if c is None:
                 say(f"| {o.label} | no PyElastica run {tag} than it | — | — |")
                 continue
-            bat = [f"B={b.n_rods} ({b.label.rsplit('(', 1)[1][:-1]}): {b.throughput / (c.throughput * pe_block_gain):.3g}×"
-                   for b in batch_cases
-                   if b.label.startswith(o.label.removesuffix(", 1 rod"))]  # fmt: skip
-            say(f"| {o.label} | {c.label} ({tag}: {tip_errors(c.tips, ref)[1] * 1e3:.3g} vs {eo * 1e3:.3g} mm) "
-                f"| {c.wall / o.wall:.3g}× | {', '.join(bat) or '—'} |")  # fmt: skip
+            bat = [
+                f"B={b.n_rods} ({b.label.rsplit('(', 1)[1][:-1]}): {b.throughput / (c.throughput * pe_block_gain):.3g}×"
+                for b in batch_cases
+                if b.label.startswith(o.label.removesuffix(", 1 rod"))
+            ]
+            say(
+                f"| {o.label} | {c.label} ({tag}: {tip_errors(c.tips, ref)[1] * 1e3:.3g} vs {eo * 1e3:.3g} mm) "
+                f"| {c.wall / o.wall:.3g}× | {', '.join(bat) or '—'} |"
+            )
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write("\n".join(out) + "\n")

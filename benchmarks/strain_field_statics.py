@@ -27,14 +27,16 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import time_group, time_jit  # noqa: E402
 
-from jaxse3.lie import adpoly, rules  # noqa: E402
-from jaxse3.lie import SE3  # noqa: E402
+from jaxse3.lie import (  # noqa: E402
+    SE3,
+    adpoly,
+    rules,
+)
 from jaxse3.rod import strain_field as sf  # noqa: E402
 from jaxse3.sim import energy_statics as es  # noqa: E402
 
@@ -55,14 +57,14 @@ def plain_energy(rod, c):
 
 
 def lbfgs(rod, loads, max_steps=20000):
-    f = lambda c: es.potential(rod, loads, c)  # noqa: E731
+    f = lambda c: es.potential(rod, loads, c)
     opt = optax.lbfgs()
     vg = optax.value_and_grad_from_state(f)
     c0 = rod.straight()
     g0 = jnp.linalg.norm(jax.grad(f)(c0))
 
     def cond(s):
-        c, st, k, r = s
+        _c, _st, k, r = s
         return (r > RTOL * g0) & (k < max_steps)
 
     def body(s):
@@ -88,41 +90,67 @@ def main(argv=None):
         rod = sf.StrainFieldRod.from_material(L, E, G, A, I, I, 2 * I, degree=deg)
         n = 6 * rod.n_coeffs
         c = es.solve_statics(rod, loads, solver=solver).value  # a deformed state for the Hessian timing
-        h_exact = lambda r, c: jax.hessian(lambda c: es.potential(r, loads, c))(c)  # noqa: E731
-        h_plain = lambda r, c: jax.hessian(lambda c: es.potential(r, loads, c, plain_energy))(c)  # noqa: E731
-        h_asm = lambda r, c: sf.energy_hessian(r, c)  # noqa: E731  (elastic part only, explicit chain rule)
-        t_ex, t_pl, t_asm = time_group([(h_exact, (rod, c)), (h_plain, (rod, c)), (h_asm, (rod, c))],
-                                       repeats=args.repeats)
+        h_exact = lambda r, c: jax.hessian(lambda c: es.potential(r, loads, c))(c)
+        h_plain = lambda r, c: jax.hessian(lambda c: es.potential(r, loads, c, plain_energy))(c)
+        h_asm = lambda r, c: sf.energy_hessian(r, c)
+        t_ex, t_pl, t_asm = time_group(
+            [(h_exact, (rod, c)), (h_plain, (rod, c)), (h_asm, (rod, c))], repeats=args.repeats
+        )
         err = float(jnp.abs(t_ex.out - t_pl.out).max() / jnp.abs(t_ex.out).max())
         s_ex = time_jit(lambda r: es.solve_statics(r, loads, solver=solver), rod, repeats=args.repeats)
-        s_pl = time_jit(lambda r: es.solve_statics(r, loads, solver=solver, elastic=plain_energy), rod,
-                        repeats=args.repeats)
+        s_pl = time_jit(
+            lambda r: es.solve_statics(r, loads, solver=solver, elastic=plain_energy), rod, repeats=args.repeats
+        )
         s_lb = time_jit(lambda r: lbfgs(r, loads), rod, repeats=args.repeats)
         it_ex, it_pl = int(s_ex.out.num_steps), int(s_pl.out.num_steps)
         tip_ex = sf.positions(rod, s_ex.out.value, 1.0)
         tip_lb = sf.positions(rod, s_lb.out[0], 1.0)
-        rows.append(dict(deg=deg, n=n, h_ex=t_ex.median_s, h_pl=t_pl.median_s, h_asm=t_asm.median_s, herr=err,
-                         c_ex=t_ex.compile_s, c_pl=t_pl.compile_s, it_ex=it_ex, it_pl=it_pl,
-                         s_ex=s_ex.median_s, s_pl=s_pl.median_s, s_lb=s_lb.median_s, it_lb=int(s_lb.out[1]),
-                         r_lb=float(s_lb.out[2]), r_ex=float(s_ex.out.residuals[it_ex] / s_ex.out.residuals[0]),
-                         dtip=float(jnp.linalg.norm(tip_ex - tip_lb) / jnp.linalg.norm(tip_ex))))
+        rows.append(
+            dict(
+                deg=deg,
+                n=n,
+                h_ex=t_ex.median_s,
+                h_pl=t_pl.median_s,
+                h_asm=t_asm.median_s,
+                herr=err,
+                c_ex=t_ex.compile_s,
+                c_pl=t_pl.compile_s,
+                it_ex=it_ex,
+                it_pl=it_pl,
+                s_ex=s_ex.median_s,
+                s_pl=s_pl.median_s,
+                s_lb=s_lb.median_s,
+                it_lb=int(s_lb.out[1]),
+                r_lb=float(s_lb.out[2]),
+                r_ex=float(s_ex.out.residuals[it_ex] / s_ex.out.residuals[0]),
+                dtip=float(jnp.linalg.norm(tip_ex - tip_lb) / jnp.linalg.norm(tip_ex)),
+            )
+        )
     print("Hessian of the total potential (one evaluation, median):")
-    print("| degree | unknowns | exact (rules) | autodiff (plain) | ratio plain/exact | assembled elastic (16) |"
-          " max rel. diff | compile exact / plain |")
+    print(
+        "| degree | unknowns | exact (rules) | autodiff (plain) | ratio plain/exact | assembled elastic (16) |"
+        " max rel. diff | compile exact / plain |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['deg']} | {r['n']} | {r['h_ex'] * 1e3:.3f} ms | {r['h_pl'] * 1e3:.3f} ms | "
-              f"{r['h_pl'] / r['h_ex']:.2f} | {r['h_asm'] * 1e3:.3f} ms | {r['herr']:.1e} | "
-              f"{r['c_ex']:.1f} s / {r['c_pl']:.1f} s |")
+        print(
+            f"| {r['deg']} | {r['n']} | {r['h_ex'] * 1e3:.3f} ms | {r['h_pl'] * 1e3:.3f} ms | "
+            f"{r['h_pl'] / r['h_ex']:.2f} | {r['h_asm'] * 1e3:.3f} ms | {r['herr']:.1e} | "
+            f"{r['c_ex']:.1f} s / {r['c_pl']:.1f} s |"
+        )
     print("\nFull solve to ‖∇Π‖ ≤ 1e-10 ‖∇Π₀‖ (median):")
-    print("| degree | Newton exact: iters, time, per iter | Newton autodiff: iters, time, per iter | ratio |"
-          " L-BFGS (optax): iters, time, final rel. residual | L-BFGS/Newton time | tip diff |")
+    print(
+        "| degree | Newton exact: iters, time, per iter | Newton autodiff: iters, time, per iter | ratio |"
+        " L-BFGS (optax): iters, time, final rel. residual | L-BFGS/Newton time | tip diff |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['deg']} | {r['it_ex']}, {r['s_ex'] * 1e3:.1f} ms, {r['s_ex'] / r['it_ex'] * 1e3:.2f} ms | "
-              f"{r['it_pl']}, {r['s_pl'] * 1e3:.1f} ms, {r['s_pl'] / r['it_pl'] * 1e3:.2f} ms | "
-              f"{r['s_pl'] / r['s_ex']:.2f} | {r['it_lb']}, {r['s_lb'] * 1e3:.1f} ms, {r['r_lb']:.1e} | "
-              f"{r['s_lb'] / r['s_ex']:.1f} | {r['dtip']:.1e} |")
+        print(
+            f"| {r['deg']} | {r['it_ex']}, {r['s_ex'] * 1e3:.1f} ms, {r['s_ex'] / r['it_ex'] * 1e3:.2f} ms | "
+            f"{r['it_pl']}, {r['s_pl'] * 1e3:.1f} ms, {r['s_pl'] / r['it_pl'] * 1e3:.2f} ms | "
+            f"{r['s_pl'] / r['s_ex']:.2f} | {r['it_lb']}, {r['s_lb'] * 1e3:.1f} ms, {r['r_lb']:.1e} | "
+            f"{r['s_lb'] / r['s_ex']:.1f} | {r['dtip']:.1e} |"
+        )
 
 
 if __name__ == "__main__":

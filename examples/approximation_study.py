@@ -53,17 +53,42 @@ S = np.array([1.7, -2.9, -9.2, 7.6, 6.7, 2.4])
 #: quantity -> (label, approximation(X, k), exact(X), orders, expected slopes)
 QUANTITIES = {
     "dexp": ("ε^[k]: dexp", lambda X, k: approx.dexp(X, k), lambda X: se3.dexp(X), (0, 1, 2, 3), (1, 2, 3, 4)),
-    "dexp_inv": ("ε₋^[k]: dexp⁻¹", lambda X, k: approx.dexp_inv(X, k), lambda X: se3.dexp_inv(X), (0, 1, 2, 3),
-                 (1, 2, 4, 4)),
-    "d_dexp": ("ε₁^[k]: D dexp(U)", lambda X, k: approx.d_dexp(X, U, k), lambda X: se3.d_dexp(X, U), (0, 1, 2, 3),
-               (1, 2, 3, 4)),
-    "d_dexp_inv": ("ε₁₋^[k]: D dexp⁻¹(U)", lambda X, k: approx.d_dexp_inv(X, U, k), lambda X: se3.d_dexp_inv(X, U),
-                   (0, 1, 2, 3), (1, 3, 3, 5)),
-    "d2_dexp": ("ε₂^[k]: D²dexp(U)(S)", lambda X, k: approx.d2_dexp(X, U, S, k), lambda X: se3.d2_dexp(X, U, S),
-                (0, 1, 2), (1, 2, 3)),
-    "d2_dexp_inv": ("ε₂₋^[k]: D²dexp⁻¹(U)(S)", lambda X, k: approx.d2_dexp_inv(X, U, S, k),
-                    lambda X: se3.d2_dexp_inv(X, U, S), (0, 1, 2), (2, 2, 4)),
-}  # fmt: skip
+    "dexp_inv": (
+        "ε₋^[k]: dexp⁻¹",
+        lambda X, k: approx.dexp_inv(X, k),
+        lambda X: se3.dexp_inv(X),
+        (0, 1, 2, 3),
+        (1, 2, 4, 4),
+    ),
+    "d_dexp": (
+        "ε₁^[k]: D dexp(U)",
+        lambda X, k: approx.d_dexp(X, U, k),
+        lambda X: se3.d_dexp(X, U),
+        (0, 1, 2, 3),
+        (1, 2, 3, 4),
+    ),
+    "d_dexp_inv": (
+        "ε₁₋^[k]: D dexp⁻¹(U)",
+        lambda X, k: approx.d_dexp_inv(X, U, k),
+        lambda X: se3.d_dexp_inv(X, U),
+        (0, 1, 2, 3),
+        (1, 3, 3, 5),
+    ),
+    "d2_dexp": (
+        "ε₂^[k]: D²dexp(U)(S)",
+        lambda X, k: approx.d2_dexp(X, U, S, k),
+        lambda X: se3.d2_dexp(X, U, S),
+        (0, 1, 2),
+        (1, 2, 3),
+    ),
+    "d2_dexp_inv": (
+        "ε₂₋^[k]: D²dexp⁻¹(U)(S)",
+        lambda X, k: approx.d2_dexp_inv(X, U, S, k),
+        lambda X: se3.d2_dexp_inv(X, U, S),
+        (0, 1, 2),
+        (2, 2, 4),
+    ),
+}
 
 #: digest §3.5 golden values (spectral norm, 50-digit arithmetic) at s = 0.1 and s = 0.01
 GOLDEN = {
@@ -99,7 +124,7 @@ def study(s_values) -> dict:
     # one batch (every function broadcasts over the leading axis): the s grid, then s = 0.1 and 0.01
     X = jnp.asarray(np.concatenate([s, [0.1, 0.01]])[:, None] * X_DIR)
     out = {"s": s, "floor": FLOOR, "quantities": {}}
-    for name, (label, f_approx, f_exact, orders, expected) in QUANTITIES.items():
+    for name, (label, _f_approx, _f_exact, orders, expected) in QUANTITIES.items():
         diffs = _differences(name, X)  # (len(orders), m + 2, 6, 6)
         errors, slopes, at = {}, {}, {}
         for j, k in enumerate(orders):
@@ -109,9 +134,14 @@ def study(s_values) -> dict:
             slopes[k] = float(np.polyfit(np.log(s[keep]), np.log(e[keep]), 1)[0]) if keep.sum() >= 2 else float("nan")
             at[k] = (float(e_all[m]), float(e_all[m + 1]))
         out["quantities"][name] = {
-            "label": label, "orders": orders, "expected": dict(zip(orders, expected)), "errors": errors,
-            "slopes": slopes, "golden": GOLDEN.get(name, {}), "at": at,
-        }  # fmt: skip
+            "label": label,
+            "orders": orders,
+            "expected": dict(zip(orders, expected)),
+            "errors": errors,
+            "slopes": slopes,
+            "golden": GOLDEN.get(name, {}),
+            "at": at,
+        }
     return out
 
 
@@ -137,11 +167,15 @@ def format_table(res: dict) -> str:
             a = q["at"][k]
             gs = (f"{g[0]:<10.4g}", f"{g[1]:<10.4g}") if g else ("—         ", "—         ")
             lines.append(
-                f"{q['label']:<26} {k}" + "".join(f"  {e[i]:<11.4g}" for i in picks)
+                f"{q['label']:<26} {k}"
+                + "".join(f"  {e[i]:<11.4g}" for i in picks)
                 + f"  {a[0]:<10.4g} {gs[0]} {a[1]:<10.4g} {gs[1]}"
-                + f" {q['slopes'][k]:5.2f}  {q['expected'][k]}")  # fmt: skip
-    lines.append(f"(slopes: least-squares fit over the points with error > {res['floor']:g}; "
-                 "digest = seed 000 digest §3.5 golden values)")  # fmt: skip
+                + f" {q['slopes'][k]:5.2f}  {q['expected'][k]}"
+            )
+    lines.append(
+        f"(slopes: least-squares fit over the points with error > {res['floor']:g}; "
+        "digest = seed 000 digest §3.5 golden values)"
+    )
     return "\n".join(lines)
 
 

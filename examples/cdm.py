@@ -39,8 +39,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     traj = simulate(system, tensions, t_final=a.t_final, progress=True)
     traj.tip.block_until_ready()
-    print(f"{a.t_final} s simulated in {time.perf_counter() - t0:.2f} s wall, {int(traj.num_steps)} steps; "
-          f"final tip {np.round(np.asarray(traj.tip[-1]), 4)} m")
+    print(
+        f"{a.t_final} s simulated in {time.perf_counter() - t0:.2f} s wall, {int(traj.num_steps)} steps; "
+        f"final tip {np.round(np.asarray(traj.tip[-1]), 4)} m"
+    )
     traj.save(os.path.join(a.out, "trajectory.npz"))
     plot_trajectory(traj, os.path.join(a.out, "dynamics.png"), title="CDM, 10 s")
 

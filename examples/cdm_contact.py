@@ -32,8 +32,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     traj = simulate(system, tensions, t_final=a.t_final, progress=True)
     traj.tip.block_until_ready()
-    print(f"{a.t_final} s with contact: {time.perf_counter() - t0:.1f} s wall (compilation included), "
-          f"{int(traj.num_steps)} steps")
+    print(
+        f"{a.t_final} s with contact: {time.perf_counter() - t0:.1f} s wall (compilation included), "
+        f"{int(traj.num_steps)} steps"
+    )
     ref = simulate(free, tensions, t_final=a.t_final)
     for name, tr in (("with the wall", traj), ("without the wall", ref)):
         r = np.linalg.norm(np.asarray(tr.points)[..., :2], axis=-1)

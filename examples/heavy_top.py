@@ -62,15 +62,22 @@ def top_term() -> LieGroupMechanicalTerm:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def simulator(coordinate_map: str):
     """Jitted ``(h, t1, ρ∞) -> (ts, R(ts), Ω(ts), Newton iterations per step)``."""
 
     def run(h, t1, rho_inf):
         ts = t1 * jnp.linspace(0.0, 1.0, N_SAVE)
-        sol = diffrax.diffeqsolve(top_term(), GeneralizedAlpha(rho_inf, coordinate_map, tol=1e-12), 0.0, t1, h,
-                                  (jnp.eye(3), jnp.asarray(OMEGA0)), saveat=diffrax.SaveAt(ts=ts, solver_state=True),
-                                  max_steps=100_000)
+        sol = diffrax.diffeqsolve(
+            top_term(),
+            GeneralizedAlpha(rho_inf, coordinate_map, tol=1e-12),
+            0.0,
+            t1,
+            h,
+            (jnp.eye(3), jnp.asarray(OMEGA0)),
+            saveat=diffrax.SaveAt(ts=ts, solver_state=True),
+            max_steps=100_000,
+        )
         return ts, sol.ys[0], sol.ys[1], newton_statistics(sol)["per_step"]
 
     return jax.jit(run)
@@ -86,8 +93,9 @@ def reference(t1: float):
         return np.concatenate([(R @ Wt).ravel(), dW])
 
     ts = np.linspace(0.0, t1, N_SAVE)
-    y = solve_ivp(rhs, (0.0, t1), np.concatenate([np.eye(3).ravel(), OMEGA0]), method="DOP853", rtol=1e-13,
-                  atol=1e-13, t_eval=ts).y
+    y = solve_ivp(
+        rhs, (0.0, t1), np.concatenate([np.eye(3).ravel(), OMEGA0]), method="DOP853", rtol=1e-13, atol=1e-13, t_eval=ts
+    ).y
     return ts, y[:9].T.reshape(-1, 3, 3), y[9:].T
 
 
@@ -104,9 +112,14 @@ def study(t1: float = 1.0, steps=(1e-3, 5e-4, 2.5e-4, 1.25e-4)):
         for h in steps:
             ts, R, W, newton = simulator(cm)(h, t1, 0.9)
             R, W = np.asarray(R), np.asarray(W)
-            runs[cm, h] = dict(ts=np.asarray(ts), R=R, W=W, newton=float(newton),
-                               err_R=np.linalg.norm(R[-1] - R_ref[-1], 2),
-                               err_W=np.linalg.norm(W[-1] - W_ref[-1]) / np.linalg.norm(W_ref[-1]))
+            runs[cm, h] = dict(
+                ts=np.asarray(ts),
+                R=R,
+                W=W,
+                newton=float(newton),
+                err_R=np.linalg.norm(R[-1] - R_ref[-1], 2),
+                err_W=np.linalg.norm(W[-1] - W_ref[-1]) / np.linalg.norm(W_ref[-1]),
+            )
     _, R, W, _ = simulator("cayley")(steps[0], t1, 1.0)  # ρ∞ = 1: conserves both invariants to round-off
     runs["cayley_rho1"] = dict(ts=np.asarray(ts), R=np.asarray(R), W=np.asarray(W))
     return dict(ts=ts_ref, R=R_ref, W=W_ref, runs=runs, steps=steps)

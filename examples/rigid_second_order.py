@@ -35,9 +35,10 @@ from jaxse3.rigid import integrate, rnea, rnea_autodiff, rnea_derivatives, rnea_
 def load_model():
     try:
         root = importlib.metadata.distribution("example-robot-data").locate_file(
-            "cmeel.prefix/share/example-robot-data/robots")  # fmt: skip
+            "cmeel.prefix/share/example-robot-data/robots"
+        )
         return "HyQ", rigid.from_urdf(str(root / "hyq_description/robots/hyq_no_sensors.urdf"), floating_base=True)
-    except Exception as err:  # noqa: BLE001 - optional dependency
+    except Exception as err:
         print(f"note: example-robot-data not available ({err}); using an autoTree model (bf = 2, floating base)")
         return "autoTree", rigid.auto_tree(13, bf=2, floating_base=True, seed=0)
 
@@ -116,8 +117,11 @@ def main(argv=None):
     print(f"{name}: nb = {m.nb}, nq = {m.nq}, nv = {m.nv}")
     q = rigid.random_configuration(m, jax.random.PRNGKey(0))
     v, a = jax.random.normal(jax.random.PRNGKey(1), (2, m.nv))
-    dtau_dq, dtau_dv, M = jax.jit(lambda: rnea_derivatives(m, q, v, a))()
-    print(f"first order: |∂τ/∂q| = {float(jnp.max(jnp.abs(dtau_dq))):.3g}, |∂τ/∂v| = {float(jnp.max(jnp.abs(dtau_dv))):.3g}")
+    dtau_dq, dtau_dv, _M = jax.jit(lambda: rnea_derivatives(m, q, v, a))()
+    print(
+        f"first order: |∂τ/∂q| = {float(jnp.max(jnp.abs(dtau_dq))):.3g}, "
+        f"|∂τ/∂v| = {float(jnp.max(jnp.abs(dtau_dv))):.3g}"
+    )
     print("second order vs nested jax.jacfwd of the plain RNEA:")
     so = check_against_autodiff(m, q, v, a)
     path = os.path.join(args.out, "sparsity.png")

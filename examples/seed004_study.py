@@ -70,8 +70,9 @@ def plot(name: str, ex, runs: dict, out: str) -> str:
     for j in range(k):
         kind = "ground" if ex.system.joints[j].grounded else "body–body"
         axes[j].set(title=f"joint {j + 1} ({kind})", xlabel="t [s]", ylabel="‖g‖ [m]")
-    axes[k].set(title=f"energy drift (E0 = {float(runs['SE(3)'].energy[0]):.6g} J)", xlabel="t [s]",
-                ylabel="|E − E0| [J]")  # fmt: skip
+    axes[k].set(
+        title=f"energy drift (E0 = {float(runs['SE(3)'].energy[0]):.6g} J)", xlabel="t [s]", ylabel="|E − E0| [J]"
+    )
     axes[0].legend()
     fig.suptitle(f"seed 004 — {ex.name}: constraint violation and energy drift")
     path = os.path.join(out, f"{name}.png")
@@ -95,8 +96,16 @@ def main(argv=None) -> None:
             runs[label] = tr
             viol = jnp.max(tr.violations, axis=0)
             de = float(jnp.max(jnp.abs(tr.energy - tr.energy[0])))
-            rows.append((ex.name, f"{ex.t1:g}", label, " / ".join(f"{float(v):.2e}" for v in viol), f"{de:.2e}",
-                         f"{seconds:.1f}"))  # fmt: skip
+            rows.append(
+                (
+                    ex.name,
+                    f"{ex.t1:g}",
+                    label,
+                    " / ".join(f"{float(v):.2e}" for v in viol),
+                    f"{de:.2e}",
+                    f"{seconds:.1f}",
+                )
+            )
         print("wrote", plot(name, ex, runs, args.out))
     head = ("example", "T [s]", "space", "max ‖g‖ per joint [m]", "max |ΔE| [J]", "wall [s]")
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]

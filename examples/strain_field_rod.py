@@ -41,8 +41,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxse3 import approx, se3, so3  # noqa: E402
-from jaxse3.lie import adpoly, coefficients  # noqa: E402
-from jaxse3.lie import SE3  # noqa: E402
+from jaxse3.lie import (  # noqa: E402
+    SE3,
+    adpoly,
+    coefficients,
+)
 from jaxse3.rod import strain_field as sf  # noqa: E402
 
 L, E, G, AREA, I_SEC = 100.0, 10.0, 0.3, 64.0, 8.0**4 / 12.0  # I = 341.33… mm⁴
@@ -135,9 +138,9 @@ def derivatives(tau) -> jnp.ndarray:
 
 def _literal_poly(X):
     """The paper's coefficients (23), (31), (44) evaluated literally (dividing by φ², …, φ⁸: 0/0 at x = 0)."""
-    b = coefficients._base(jnp.dot(X[:3], X[:3]))  # noqa: SLF001 - the literal forms are the point of this example
+    b = coefficients._base(jnp.dot(X[:3], X[:3]))
     names = ("a1", "a2", "a3", "a4")
-    row = lambda suffix, lead: (lead,) + tuple(coefficients._CLOSED[n + suffix](b) for n in names)  # noqa: E731,SLF001
+    row = lambda suffix, lead: (lead,) + tuple(coefficients._CLOSED[n + suffix](b) for n in names)
     return adpoly.Poly(row("", 1.0), row("_bar", 0.0), row("_brev", 0.0))
 
 
@@ -151,12 +154,18 @@ LITERAL = SimpleNamespace(
 def approximation(k: int) -> SimpleNamespace:
     """dexp^[k], D^[k] and D²^[min(k,2)] of seed 000 §6 (Tables 2, 4), for k = 0 … 4 (k = 4 beyond the tables)."""
     if k <= 3:
-        return SimpleNamespace(dexp=lambda X: approx.dexp(X, k), d_dexp=lambda X, U: approx.d_dexp(X, U, k),
-                               d2_dexp=lambda X, U, S: approx.d2_dexp(X, U, S, min(k, 2)))
+        return SimpleNamespace(
+            dexp=lambda X: approx.dexp(X, k),
+            d_dexp=lambda X, U: approx.d_dexp(X, U, k),
+            d2_dexp=lambda X, U, S: approx.d2_dexp(X, U, S, min(k, 2)),
+        )
     c = approx.DEXP_COEFFICIENTS[: k + 2]
     p = adpoly.Poly(c, (0.0,) * len(c), (0.0,) * len(c))
-    return SimpleNamespace(dexp=lambda X: approx.dexp(X, k), d_dexp=lambda X, U: adpoly.derivative(SE3, X, U, p),
-                           d2_dexp=lambda X, U, S: approx.d2_dexp(X, U, S, 2))
+    return SimpleNamespace(
+        dexp=lambda X: approx.dexp(X, k),
+        d_dexp=lambda X, U: adpoly.derivative(SE3, X, U, p),
+        d2_dexp=lambda X, U, S: approx.d2_dexp(X, U, S, 2),
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -182,7 +191,7 @@ def golden_errors() -> dict:
 
 def switch_point(eps: float, side: float = -1.0) -> float:
     """τ with ‖x(τ)‖ = ε next to τ = 0.5 (bisection in float64 numpy; ``side`` −1: τ < 0.5)."""
-    norm = lambda u: 0.5 * np.sqrt(2 * np.sin(2 * np.pi * u) ** 2 + np.sin(np.pi * u) ** 2)  # ‖x(0.5 + u)‖  # noqa: E731
+    norm = lambda u: 0.5 * np.sqrt(2 * np.sin(2 * np.pi * u) ** 2 + np.sin(np.pi * u) ** 2)  # ‖x(0.5 + u)‖
     lo, hi = 0.0, 0.1
     for _ in range(100):
         mid = 0.5 * (lo + hi)
@@ -199,8 +208,9 @@ def _switching_errors(tau, orders):
 
 def switching_study(epsilons=(1e-2, 1e-3), orders=(0, 1, 2, 3, 4)) -> dict:
     """‖χ′_exact − χ′^[k]‖ at ‖x(τ)‖ = ε (the paper's Fig. 6 at the switch point), per ε: list over k."""
-    return {eps: np.asarray(_switching_errors(jnp.asarray(switch_point(eps)), tuple(orders))).tolist()
-            for eps in epsilons}
+    return {
+        eps: np.asarray(_switching_errors(jnp.asarray(switch_point(eps)), tuple(orders))).tolist() for eps in epsilons
+    }
 
 
 def dexp_series(X, terms: int = 20):
@@ -217,11 +227,17 @@ def dexp_series(X, terms: int = 20):
 def _energy_check(tau):
     X, dX = derivatives(tau)[:2]
     K, chi0 = jnp.asarray(K_PAPER), jnp.asarray(CHI0_PAPER)
-    v = lambda Y: sf.energy_density(Y, dX, K, chi0)  # noqa: E731
-    plain = lambda Y: 0.5 * (dexp_series(-Y) @ dX - chi0) @ K @ (dexp_series(-Y) @ dX - chi0)  # noqa: E731
-    return dict(value=v(X), gradient=sf.energy_density_grad(X, dX, K, chi0)[:6],
-                hessian=sf.energy_density_hess(X, dX, K, chi0)[:6, :6], grad_rules=jax.grad(v)(X),
-                hessian_rules=jax.hessian(v)(X), grad_plain=jax.grad(plain)(X), hessian_plain=jax.hessian(plain)(X))
+    v = lambda Y: sf.energy_density(Y, dX, K, chi0)
+    plain = lambda Y: 0.5 * (dexp_series(-Y) @ dX - chi0) @ K @ (dexp_series(-Y) @ dX - chi0)
+    return dict(
+        value=v(X),
+        gradient=sf.energy_density_grad(X, dX, K, chi0)[:6],
+        hessian=sf.energy_density_hess(X, dX, K, chi0)[:6, :6],
+        grad_rules=jax.grad(v)(X),
+        hessian_rules=jax.hessian(v)(X),
+        grad_plain=jax.grad(plain)(X),
+        hessian_plain=jax.hessian(plain)(X),
+    )
 
 
 def energy_check(tau: float = 0.4) -> dict:
@@ -295,30 +311,49 @@ def main(argv=None):
     print("switching error ‖χ′ − χ′^[k]‖ at ‖x‖ = ε (digest values in brackets):")
     study = switching_study()
     for eps, errs in study.items():
-        print(f"  ε = {eps:g}: " + "  ".join(f"k={k}: {e:.3g} [{g:.3g}]" for k, (e, g) in
-                                            enumerate(zip(errs, SWITCH_GOLDEN[eps]))))
+        print(
+            f"  ε = {eps:g}: "
+            + "  ".join(f"k={k}: {e:.3g} [{g:.3g}]" for k, (e, g) in enumerate(zip(errs, SWITCH_GOLDEN[eps])))
+        )
     plot_switching(study, os.path.join(args.out, "switching_error.png"))
 
     en = energy_check()
     print(f"energy at τ = 0.4: V̄ = {en['value']:.10g} (digest {ENERGY_GOLDEN['value']})")
-    print("  ∂V̄/∂X (15):", en["gradient"], "| rel. err. vs digest",
-          f"{np.linalg.norm(en['gradient'] - ENERGY_GOLDEN['gradient']) / np.linalg.norm(ENERGY_GOLDEN['gradient']):.1e}",
-          "| vs jax.grad of the plain energy", f"{np.abs(en['gradient'] - en['grad_plain']).max():.1e}")
-    print(f"  ∂²V̄/∂X² (16): ‖·‖_F = {np.linalg.norm(en['hessian']):.10g} (digest {ENERGY_GOLDEN['hessian_fro']}),"
-          f" ‖·‖₂ = {np.linalg.norm(en['hessian'], 2):.10g} (digest {ENERGY_GOLDEN['hessian_2']}),"
-          f" vs jax.hessian of the plain energy {np.abs(en['hessian'] - en['hessian_plain']).max():.1e}")
+    print(
+        "  ∂V̄/∂X (15):",
+        en["gradient"],
+        "| rel. err. vs digest",
+        f"{np.linalg.norm(en['gradient'] - ENERGY_GOLDEN['gradient']) / np.linalg.norm(ENERGY_GOLDEN['gradient']):.1e}",
+        "| vs jax.grad of the plain energy",
+        f"{np.abs(en['gradient'] - en['grad_plain']).max():.1e}",
+    )
+    print(
+        f"  ∂²V̄/∂X² (16): ‖·‖_F = {np.linalg.norm(en['hessian']):.10g} (digest {ENERGY_GOLDEN['hessian_fro']}),"
+        f" ‖·‖₂ = {np.linalg.norm(en['hessian'], 2):.10g} (digest {ENERGY_GOLDEN['hessian_2']}),"
+        f" vs jax.hessian of the plain energy {np.abs(en['hessian'] - en['hessian_plain']).max():.1e}"
+    )
 
     near = 0.5 + np.outer([-1.0, 1.0], np.logspace(-8, -2, 13)).ravel()  # resolve the neighbourhood of x = 0
     tau = np.union1d(np.linspace(0.0, 1.0, args.n), near)
     lit = np.asarray(jax.jit(lambda t: rates(t, LITERAL))(tau))
     rob = np.asarray(jax.jit(rates)(tau))
     bad = ~np.all(np.isfinite(lit), axis=(1, 2)) | (np.abs(lit - rob).max(axis=(1, 2)) > 1e-6 * np.abs(rob).max())
-    print(f"literal closed forms: {int(bad.sum())} of {tau.size} samples wrong (> 1e-6 relative) or NaN, at τ ∈ "
-          f"{np.round(tau[bad], 4).tolist()[:8]}; robust: all finite = {bool(np.isfinite(rob).all())}")
-    plot_strain_rates(tau, lit, "(a) literal closed forms (28), (40): artefacts at τ = 0.5",
-                      os.path.join(args.out, "strain_rates_literal.png"))
-    plot_strain_rates(tau, rob, "(b) robust evaluation (Taylor-switched coefficients)",
-                      os.path.join(args.out, "strain_rates_robust.png"))
+    print(
+        f"literal closed forms: {int(bad.sum())} of {tau.size} samples wrong (> 1e-6 relative) or NaN, at τ ∈ "
+        f"{np.round(tau[bad], 4).tolist()[:8]}; robust: all finite = {bool(np.isfinite(rob).all())}"
+    )
+    plot_strain_rates(
+        tau,
+        lit,
+        "(a) literal closed forms (28), (40): artefacts at τ = 0.5",
+        os.path.join(args.out, "strain_rates_literal.png"),
+    )
+    plot_strain_rates(
+        tau,
+        rob,
+        "(b) robust evaluation (Taylor-switched coefficients)",
+        os.path.join(args.out, "strain_rates_robust.png"),
+    )
     print(f"figures written to {args.out}")
 
 

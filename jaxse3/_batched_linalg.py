@@ -29,8 +29,8 @@ def install() -> bool:
     """Lower batched ``lu``/``triangular_solve``/``cholesky`` on CPU as a loop over the members (idempotent).
     Returns False when this JAX does not expose the registries (nothing is changed then)."""
     try:
-        from jax._src.interpreters import mlir  # noqa: PLC0415
-        from jax._src.lax import linalg  # noqa: PLC0415
+        from jax._src.interpreters import mlir
+        from jax._src.lax import linalg
 
         prims = (linalg.lu_p, linalg.triangular_solve_p, linalg.cholesky_p)
         cpu_rules = mlir._platform_specific_lowerings["cpu"]
@@ -57,7 +57,7 @@ def _one_at_a_time(prim, params, *operands):
     """``prim`` over the flattened batch of ``operands``, one member per iteration of a loop (each member lowers to
     the unbatched LAPACK kernel, which never splits work over the thread pool)."""
     batch = operands[0].shape[:-2]
-    flat = [x.reshape(-1, *x.shape[len(batch):]) for x in operands]
+    flat = [x.reshape(-1, *x.shape[len(batch) :]) for x in operands]
     out = jax.lax.map(lambda xs: prim.bind(*xs, **params), flat)
     out = out if prim.multiple_results else [out]
     return [y.reshape(*batch, *y.shape[1:]) for y in out]

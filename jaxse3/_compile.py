@@ -32,8 +32,9 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -116,7 +117,7 @@ def _checks_as_nan() -> Iterator[None]:
     refuses programs with host callbacks. A failing check then shows up as NaN and a failed solve (a result code)
     that the caller reports. Relies on equinox's private ``_errors`` module; without it nothing changes (the program
     is then compiled on every run, but correct)."""
-    from equinox import _errors  # noqa: PLC0415
+    from equinox import _errors
 
     impl = getattr(_errors, "branched_error_if_impl", None)
     jitted = getattr(_errors, "branched_error_if_impl_jit", None)
@@ -188,7 +189,7 @@ def _environment() -> str:
 
 
 def _export_folder() -> str | None:
-    from jaxse3._runtime import cache_dir  # noqa: PLC0415 - _runtime configures JAX at import
+    from jaxse3._runtime import cache_dir
 
     folder = cache_dir()
     return None if folder is None else os.path.join(folder, "exported")
@@ -198,14 +199,14 @@ class _Pickler(pickle.Pickler):
     """Pickles tree structures: equinox's sentinel for absent fields is matched by identity, so it travels by name."""
 
     def persistent_id(self, obj):
-        from equinox._module._flatten import MISSING  # noqa: PLC0415
+        from equinox._module._flatten import MISSING
 
         return "equinox-missing" if obj is MISSING else None
 
 
 class _Unpickler(pickle.Unpickler):
     def persistent_load(self, pid):
-        from equinox._module._flatten import MISSING  # noqa: PLC0415
+        from equinox._module._flatten import MISSING
 
         return MISSING
 
@@ -305,8 +306,9 @@ class Compiled:
                 structure.append(out_structure)
                 return out_leaves
 
-            specs = [jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=getattr(x, "weak_type", False))
-                     for x in leaves]  # fmt: skip
+            specs = [
+                jax.ShapeDtypeStruct(np.shape(x), x.dtype, weak_type=getattr(x, "weak_type", False)) for x in leaves
+            ]
             try:
                 with _checks_as_nan():
                     exported = jax.export.export(jax.jit(flat))(*specs)

@@ -76,8 +76,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: options of ``run`` that only rod examples use, and those only lie-demo uses (argument name: flag)
-_ROD_OPTIONS = {"t_final": "--t-final", "out": "--out", "solver": "--solver", "rtol": "--rtol", "atol": "--atol",
-                "dt": "--dt", "n_save": "--n-save", "max_steps": "--max-steps", "progress": "--no-progress"}
+_ROD_OPTIONS = {
+    "t_final": "--t-final",
+    "out": "--out",
+    "solver": "--solver",
+    "rtol": "--rtol",
+    "atol": "--atol",
+    "dt": "--dt",
+    "n_save": "--n-save",
+    "max_steps": "--max-steps",
+    "progress": "--no-progress",
+}
 _DEMO_OPTIONS = {"batch": "--batch", "save": "--save"}
 
 

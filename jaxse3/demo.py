@@ -12,7 +12,7 @@ import json
 import os
 import platform
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -55,7 +55,7 @@ def accuracy_table(seed: int = 0) -> list[dict]:
         record("log", _rel(se3.log(se3.exp(X)), X))
         for inv in (False, True):
             tag = "dexp_inv" if inv else "dexp"
-            F = lambda X, inv=inv: _series_dexp(X, inv)  # noqa: E731
+            F = lambda X, inv=inv: _series_dexp(X, inv)
             record(tag, _rel(getattr(se3, tag)(X), F(X)))
             record(f"d_{tag}", _rel(getattr(se3, "d_" + tag)(X, U), jax.jvp(F, (X,), (U,))[1]))
             d2_ref = jax.jvp(lambda X: jax.jvp(F, (X,), (U,))[1], (X,), (S,))[1]
@@ -89,10 +89,14 @@ def speed_table(batch: int, seed: int = 0) -> list[dict]:
         "dexp_inv_apply": (jax.jit(se3.dexp_inv_apply), (X, Z)),
         "jacfwd(dexp_apply) [custom rule]": (jax.jit(jax.vmap(jax.jacfwd(se3.dexp_apply))), (X, Z)),
         "hessian(Q·dexp_apply) [custom rules]": (
-            jax.jit(jax.vmap(jax.hessian(lambda X, Q, Z: Q @ se3.dexp_apply(X, Z)))), (X, Q, Z)),
+            jax.jit(jax.vmap(jax.hessian(lambda X, Q, Z: Q @ se3.dexp_apply(X, Z)))),
+            (X, Q, Z),
+        ),
         "dexp_hess [closed form]": (jax.jit(se3.dexp_hess), (X, Q, Z)),
-    }  # fmt: skip
-    return [{"function": k, "batch": batch, "ns_per_element": 1e9 * _time(f, *a) / batch} for k, (f, a) in cases.items()]
+    }
+    return [
+        {"function": k, "batch": batch, "ns_per_element": 1e9 * _time(f, *a) / batch} for k, (f, a) in cases.items()
+    ]
 
 
 def _print_table(rows: list[dict], title: str) -> None:
@@ -106,13 +110,19 @@ def _print_table(rows: list[dict], title: str) -> None:
 
 
 def _fmt(v) -> str:
-    return f"{v:.2e}" if isinstance(v, float) and (v < 1e-2 or v > 1e5) else (f"{v:.1f}" if isinstance(v, float) else str(v))
+    return (
+        f"{v:.2e}"
+        if isinstance(v, float) and (v < 1e-2 or v > 1e5)
+        else (f"{v:.1f}" if isinstance(v, float) else str(v))
+    )
 
 
 def demo(batch: int = 10_000, save: str | None = None) -> dict:
     """Run the demo and return (and optionally save) its results."""
-    print(f"jaxse3 {__version__} — closed-form SE(3) maps with analytical derivatives (jax {jax.__version__}, "
-          f"{jax.default_backend()}, {platform.machine()})")  # fmt: skip
+    print(
+        f"jaxse3 {__version__} — closed-form SE(3) maps with analytical derivatives (jax {jax.__version__}, "
+        f"{jax.default_backend()}, {platform.machine()})"
+    )
     print(f"angles φ = {ANGLES} (random axes and translations), float64; reference: defining series + JAX autodiff")
     acc = accuracy_table()
     _print_table(acc, "Accuracy (max relative Frobenius error)")
@@ -132,39 +142,52 @@ def demo(batch: int = 10_000, save: str | None = None) -> dict:
 def run_rod_example(name: str, args: argparse.Namespace) -> int:
     """Simulate a built-in rod scenario; print the timing summary (compilation apart from the simulation); write
     ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``."""
-    from jaxse3._compile import STATS  # noqa: PLC0415 - heavy imports only for this command
-    from jaxse3.sim import scenarios, simulate  # noqa: PLC0415
+    from jaxse3._compile import STATS
+    from jaxse3.sim import scenarios, simulate
 
     if args.contact:
-        system, inputs, what = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0), (
-            "the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)")
+        system, inputs, what = (
+            scenarios.cdm_contact_system(),
+            scenarios.cdm_tensions(2.0),
+            ("the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"),
+        )
     else:
         system, inputs, what = scenarios.cdm_system(), scenarios.cdm_tensions(), "the seed 003 cable-driven manipulator"
     rod = system.params[0]
-    kw = dict(solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save,
-              max_steps=args.max_steps)  # fmt: skip
-    print(f"jaxse3 run {name}: {what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables; "
-          f"{args.t_final:g} s with {args.solver} (analytic Jacobian)"
-          + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"),
-          flush=True)
+    kw = dict(
+        solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save, max_steps=args.max_steps
+    )
+    print(
+        f"jaxse3 run {name}: {what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables; "
+        f"{args.t_final:g} s with {args.solver} (analytic Jacobian)"
+        + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"),
+        flush=True,
+    )
     compiled, seconds, loaded = STATS.compilations, STATS.seconds, STATS.loaded
     t0 = time.perf_counter()
     traj = jax.block_until_ready(simulate(system, inputs, t_final=args.t_final, progress=args.progress, **kw))
     wall = time.perf_counter() - t0
     compile_s = STATS.seconds - seconds
     sim_s = wall - compile_s
-    cache = (f"{STATS.loaded - loaded} of {STATS.compilations - compiled} programs from the persistent cache"
-             if STATS.compilations > compiled else "already compiled in this process")
+    cache = (
+        f"{STATS.loaded - loaded} of {STATS.compilations - compiled} programs from the persistent cache"
+        if STATS.compilations > compiled
+        else "already compiled in this process"
+    )
     print(f"compile: {compile_s:.1f} s ({cache})")
-    print(f"simulation: {args.t_final:g} s simulated in {sim_s:.2f} s wall ({args.t_final / sim_s:.2f} rod-s per "
-          f"wall-s), {int(traj.num_steps)} solver steps")
+    print(
+        f"simulation: {args.t_final:g} s simulated in {sim_s:.2f} s wall ({args.t_final / sim_s:.2f} rod-s per "
+        f"wall-s), {int(traj.num_steps)} solver steps"
+    )
     tip = np.asarray(traj.tip)
-    print(f"tip (world, m): start {np.array2string(tip[0], precision=4)}, end {np.array2string(tip[-1], precision=4)}, "
-          f"max horizontal excursion {np.max(np.linalg.norm(tip[:, :2], axis=1)):.4f}")
+    print(
+        f"tip (world, m): start {np.array2string(tip[0], precision=4)}, end {np.array2string(tip[-1], precision=4)}, "
+        f"max horizontal excursion {np.max(np.linalg.norm(tip[:, :2], axis=1)):.4f}"
+    )
     npz, png = os.path.join(args.out, f"{name}.npz"), os.path.join(args.out, f"{name}.png")
     params = {"example": name, "t_final": args.t_final, "jaxse3": __version__, **kw, "atol": args.atol}
     traj.save(npz, metadata={"run": params})
-    from jaxse3.viz import plot_trajectory  # noqa: PLC0415
+    from jaxse3.viz import plot_trajectory
 
     plot_trajectory(traj, png, title=f"jaxse3 run {name}")
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")

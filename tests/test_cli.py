@@ -18,12 +18,15 @@ def test_list(capsys):
         assert name in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "nope"], "invalid choice"),
-    (["run", "cdm", "--t-final", "-1"], "must be positive"),
-    (["run", "cdm", "--t-final", "abc"], "expected a float"),
-    (["run", "cdm", "--solver", "euler"], "invalid choice"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "nope"], "invalid choice"),
+        (["run", "cdm", "--t-final", "-1"], "must be positive"),
+        (["run", "cdm", "--t-final", "abc"], "expected a float"),
+        (["run", "cdm", "--solver", "euler"], "invalid choice"),
+    ],
+)
 def test_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -32,8 +35,9 @@ def test_bad_arguments(argv, message, capsys):
 
 
 def test_bad_arguments_subprocess():
-    r = subprocess.run([sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--n-save", "0"], capture_output=True,
-                       text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "jaxse3.cli", "run", "cdm", "--n-save", "0"], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2 and "must be positive" in r.stderr
 
 
@@ -41,19 +45,24 @@ def test_output_paths_are_checked_before_any_work(tmp_path, capsys):
     """A bad --out or --save stops at once with a message naming the option (nothing is compiled or simulated)."""
     blocker = tmp_path / "file"
     blocker.write_text("")
-    for argv, option in ((["run", "cdm", "--out", str(blocker / "out")], "--out"),
-                         (["run", "lie-demo", "--save", str(blocker / "x.json")], "--save")):  # fmt: skip
+    for argv, option in (
+        (["run", "cdm", "--out", str(blocker / "out")], "--out"),
+        (["run", "lie-demo", "--save", str(blocker / "x.json")], "--save"),
+    ):
         with pytest.raises(SystemExit) as e:
             cli.main(argv)
         assert e.value.code == 2
         assert option in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "lie-demo", "--t-final", "1"], "--t-final: not used by lie-demo"),
-    (["run", "lie-demo", "--no-progress"], "--no-progress: not used by lie-demo"),
-    (["run", "cdm", "--batch", "5"], "--batch: only for lie-demo"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "lie-demo", "--t-final", "1"], "--t-final: not used by lie-demo"),
+        (["run", "lie-demo", "--no-progress"], "--no-progress: not used by lie-demo"),
+        (["run", "cdm", "--batch", "5"], "--batch: only for lie-demo"),
+    ],
+)
 def test_options_of_another_example_are_refused(argv, message, capsys):
     with pytest.raises(SystemExit):
         cli.main(argv)

@@ -65,8 +65,9 @@ def _imports(path: pathlib.Path, name: str | None) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             source = _source(node, package, path)
-            found.update(f"{source}.{alias.name}" if f"{source}.{alias.name}" in MODULES else source
-                         for alias in node.names)  # fmt: skip
+            found.update(
+                f"{source}.{alias.name}" if f"{source}.{alias.name}" in MODULES else source for alias in node.names
+            )
     return found
 
 
@@ -96,8 +97,11 @@ def _shadowing_bindings(package: str) -> list[str]:
             problems.append(f"{package}/__init__.py defines {node.name}")
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            problems += [f"{package}/__init__.py assigns {t.id}" for t in targets
-                         if isinstance(t, ast.Name) and t.id in submodules]  # fmt: skip
+            problems += [
+                f"{package}/__init__.py assigns {t.id}"
+                for t in targets
+                if isinstance(t, ast.Name) and t.id in submodules
+            ]
     return problems
 
 
@@ -105,8 +109,11 @@ def test_walk_finds_the_modules():
     """pkgutil and the source files agree; jaxse3.rigid's public modules are the ones that are used as modules."""
     names = {info.name for info in pkgutil.walk_packages(jaxse3.__path__, "jaxse3.")}
     assert names == set(MODULES) - {"jaxse3"}
-    public_rigid = {n for n in names if n.startswith("jaxse3.rigid.") and not n.startswith("jaxse3.rigid.absolute.")
-                    and not _is_private(n)}  # fmt: skip
+    public_rigid = {
+        n
+        for n in names
+        if n.startswith("jaxse3.rigid.") and not n.startswith("jaxse3.rigid.absolute.") and not _is_private(n)
+    }
     assert public_rigid == {"jaxse3.rigid.absolute", "jaxse3.rigid.interop", "jaxse3.rigid.joints"}
 
 
@@ -115,10 +122,13 @@ def test_walk_finds_the_modules():
 _SHADOWED: dict[str, str] = {}  # package -> why a submodule is shadowed (none today)
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_SHADOWED[p])) if p in _SHADOWED else p
-    for p in PACKAGES
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "package",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_SHADOWED[p])) if p in _SHADOWED else p
+        for p in PACKAGES
+    ],
+)
 def test_submodules_are_modules_not_shadowed(package):
     """Every public submodule of ``package`` (pkgutil; names not starting with "_") imports as a module, and the
     package's attribute of each submodule's name is that module, both as its ``__init__`` binds it (read from the
@@ -150,7 +160,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for succ in sorted(graph.get(node, ())):
             if state.get(succ) == 1:
-                return path[path.index(succ):] + [succ]
+                return path[path.index(succ) :] + [succ]
             if succ not in state and (found := visit(succ)):
                 return found
         state[node] = 2
@@ -227,11 +237,15 @@ _KNOWN_PRIVATE_IMPORTS: dict[str, str] = {}  # package -> who imports its privat
 _SUBPACKAGES = sorted({name.split(".")[1] for name in PACKAGES if name != "jaxse3"})
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_KNOWN_PRIVATE_IMPORTS[p]))
-    if p in _KNOWN_PRIVATE_IMPORTS else p
-    for p in _SUBPACKAGES
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "package",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=_KNOWN_PRIVATE_IMPORTS[p]))
+        if p in _KNOWN_PRIVATE_IMPORTS
+        else p
+        for p in _SUBPACKAGES
+    ],
+)
 def test_private_modules_are_imported_only_inside_their_package(package):
     """No module outside ``jaxse3/<package>/`` (nor an example or benchmark script) imports ``jaxse3.<package>._x``;
     tests may, where they test internals."""

@@ -8,8 +8,13 @@ ROOT = pathlib.Path(__file__).parents[1]
 
 
 def _collect(*flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *flags, "tests/test_parallel.py"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", *flags, "tests/test_parallel.py"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_pytest_runs_without_xdist():

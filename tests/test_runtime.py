@@ -35,8 +35,9 @@ REPRODUCER = textwrap.dedent("""
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **env})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env={**os.environ, **env}
+    )
 
 
 def test_batched_solves_do_not_deadlock():
@@ -78,9 +79,11 @@ def test_batched_factorisations_avoid_lapack_and_agree_with_it():
 
 
 def test_settings_can_be_turned_off(tmp_path):
-    show = ("import jaxse3, jax, jax.numpy as jnp, re; print(jax.config.jax_compilation_cache_dir); "
-            "t = jax.jit(jnp.linalg.solve).lower(jnp.ones((3, 4, 4)), jnp.ones((3, 4, 1))).compile().as_text(); "
-            "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l))")  # fmt: skip
+    show = (
+        "import jaxse3, jax, jax.numpy as jnp, re; print(jax.config.jax_compilation_cache_dir); "
+        "t = jax.jit(jnp.linalg.solve).lower(jnp.ones((3, 4, 4)), jnp.ones((3, 4, 1))).compile().as_text(); "
+        "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l))"
+    )
     on = _run(show, JAXSE3_CACHE=str(tmp_path)).stdout.split("\n")
     assert on[:2] == [str(tmp_path), "False"]
     off = _run(show, JAXSE3_CACHE="0", JAXSE3_BATCHED_LINALG="0").stdout.split("\n")
@@ -89,6 +92,9 @@ def test_settings_can_be_turned_off(tmp_path):
 
 @pytest.mark.parametrize("value", ["", "1"])
 def test_default_cache_folder(value, tmp_path):
-    r = _run("import jaxse3, jax; print(jax.config.jax_compilation_cache_dir)", JAXSE3_CACHE=value,
-             XDG_CACHE_HOME=str(tmp_path))  # fmt: skip
+    r = _run(
+        "import jaxse3, jax; print(jax.config.jax_compilation_cache_dir)",
+        JAXSE3_CACHE=value,
+        XDG_CACHE_HOME=str(tmp_path),
+    )
     assert r.stdout.strip() == ("None" if value == "" else str(tmp_path / "jaxse3"))

@@ -16,7 +16,8 @@ solved together, one convergence test over all of them).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -41,8 +42,12 @@ def _solve(S, R):
     return jnp.linalg.solve(S, R[..., None])[..., 0]
 
 
-def differentiable_root(residual: Callable[[jax.Array, Any], jax.Array],
-                        matrix: Callable[[jax.Array, Any], jax.Array], x: jax.Array, params: Any) -> jax.Array:
+def differentiable_root(
+    residual: Callable[[jax.Array, Any], jax.Array],
+    matrix: Callable[[jax.Array, Any], jax.Array],
+    x: jax.Array,
+    params: Any,
+) -> jax.Array:
     """``x`` (a root of ``residual(·, params)``, computed without gradients), differentiable w.r.t. ``params`` by the
     implicit function theorem: ``dx = −matrix(x, params)⁻¹ ∂residual/∂params · dparams``.
 

@@ -57,13 +57,14 @@ Initial accelerations are consistent: ``a_0 = v̇_0`` and ``λ_0`` solve the ind
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from diffrax import AbstractSolver, AbstractTerm, LocalLinearInterpolation, RESULTS
+from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 
 from jaxse3.integrate._newton import newton, newton_statistics, unwrap_term
 from jaxse3.lie import se3, so3
@@ -144,7 +145,7 @@ class LieGroupMechanicalTerm(AbstractTerm):
 
     def tangent_blocks(self, q, theta: jax.Array, coordinate_map: str = "exp") -> list[jax.Array]:
         """Diagonal blocks of the left-trivialised tangent operator T(θ): ``q ψ(θ)``'s body velocity is ``T(θ) θ̇``."""
-        leaves, _ = self._leaves(q)
+        _leaves, _ = self._leaves(q)
         blocks = []
         for s, th in zip(self.spaces, self._split(q, theta)):
             if s == "R":
@@ -237,7 +238,8 @@ class GeneralizedAlpha(AbstractSolver):
     def __check_init__(self):
         if self.coordinate_map not in ("exp", "cayley"):
             raise ValueError(
-                f"GeneralizedAlpha: 'coordinate_map' must be 'exp' or 'cayley', got {self.coordinate_map!r}")
+                f"GeneralizedAlpha: 'coordinate_map' must be 'exp' or 'cayley', got {self.coordinate_map!r}"
+            )
         if isinstance(self.rho_inf, (int, float)) and not 0.0 <= self.rho_inf <= 1.0:
             raise ValueError(f"GeneralizedAlpha: 'rho_inf' must lie in [0, 1], got {self.rho_inf}")
 
@@ -286,7 +288,7 @@ class GeneralizedAlpha(AbstractSolver):
             vdot = beta_p * (theta - th_pred)
             v = v_pred + gamma_p * (theta - th_pred)
             zero = jnp.zeros(n, theta.dtype)
-            r_of = lambda w: terms.residual(t1, terms.retract(q, w[:n]), v + w[n:], vdot, lam, args)  # noqa: E731
+            r_of = lambda w: terms.residual(t1, terms.retract(q, w[:n]), v + w[n:], vdot, lam, args)
             r, KC = _value_and_jacfwd(r_of, jnp.concatenate([zero, zero]))
             top = terms.mass(q, args) + (gamma_p * KC[:, n:] + times_T(KC[:, :n], theta)) / beta_p
             if terms.constraint is None:
@@ -313,7 +315,8 @@ class GeneralizedAlpha(AbstractSolver):
 
         params = (self, terms, t1, t1 - t0, y0, solver_state, args)
         _, x0, (beta_p, gamma_p, th_pred, v_pred, a_pred) = self.step_residual(
-            terms, t1, t1 - t0, y0, solver_state, args)
+            terms, t1, t1 - t0, y0, solver_state, args
+        )
         exact = None if self.tangent_operator else (lambda x, p: system(x, p, True)[1])
         sol = newton(lambda x, p: system(x, p, self.tangent_operator), x0, params, self.tol, self.max_iters, exact)
         theta, lam = sol.x[:n], beta_p * sol.x[n:]
@@ -334,4 +337,3 @@ class GeneralizedAlpha(AbstractSolver):
 
     def func(self, terms, t0, y0, args):
         return unwrap_term(terms, LieGroupMechanicalTerm).vf(t0, y0, args)
-

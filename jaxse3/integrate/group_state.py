@@ -12,7 +12,8 @@ The vector field of such a state returns the same pytree with every group node r
 
 Local coordinates (seed 001 digest §7.2, pitfall 4): ``ψ = exp`` with ``dψ⁻¹ = dexp⁻¹``, or the half-scaled Cayley
 map ``ψ = cay_half`` (``cay(X/2)``, so that ``ψ(hV) = I + hV̂ + O(h²)``) with ``dψ⁻¹ = dcay_half⁻¹``. A point near
-``C`` is ``ψ(Θ) C`` (spatial) or ``C ψ(Θ)`` (body), and the local-coordinate ODE reads (seed 001 eqs. (1.2), (1.5), (1.7))
+``C`` is ``ψ(Θ) C`` (spatial) or ``C ψ(Θ)`` (body), and the local-coordinate ODE reads (seed 001 eqs. (1.2), (1.5),
+(1.7))
 
     spatial:  Θ' = dψ⁻¹_{Θ} V,        body:  Θ' = dψ⁻¹_{−Θ} V.
 
@@ -34,9 +35,20 @@ import jax.tree_util as jtu
 from jaxse3.lie import se3, so3
 
 __all__ = [
-    "LieGroupElement", "SE3Element", "SO3Element", "LieODETerm", "Coordinates", "Side", "is_group", "map_nodes",
-    "check_options", "retract", "local_field", "ambient_derivative", "algebra_matrix",
-]  # fmt: skip
+    "LieGroupElement",
+    "SE3Element",
+    "SO3Element",
+    "LieODETerm",
+    "Coordinates",
+    "Side",
+    "is_group",
+    "map_nodes",
+    "check_options",
+    "retract",
+    "local_field",
+    "ambient_derivative",
+    "algebra_matrix",
+]
 
 Coordinates = Literal["exp", "cayley"]
 Side = Literal["spatial", "body"]
@@ -59,7 +71,8 @@ class LieGroupElement(eqx.Module):
 
 
 class SE3Element(LieGroupElement):
-    """Marks a pytree node as SE(3)-valued: ``matrix`` ``(..., 4, 4)`` homogeneous transforms; twists are ``(..., 6)``."""
+    """Marks a pytree node as SE(3)-valued: ``matrix`` ``(..., 4, 4)`` homogeneous transforms; twists are ``(...,
+    6)``."""
 
     lie: ClassVar = se3
     size: ClassVar[int] = 4
@@ -67,7 +80,8 @@ class SE3Element(LieGroupElement):
 
 
 class SO3Element(LieGroupElement):
-    """Marks a pytree node as SO(3)-valued: ``matrix`` ``(..., 3, 3)`` rotations; angular velocities are ``(..., 3)``."""
+    """Marks a pytree node as SO(3)-valued: ``matrix`` ``(..., 3, 3)`` rotations; angular velocities are ``(...,
+    3)``."""
 
     lie: ClassVar = so3
     size: ClassVar[int] = 3

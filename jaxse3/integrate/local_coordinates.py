@@ -44,7 +44,8 @@ def zero_coordinates(reference):
 
 
 def from_local(reference, theta, coordinates: gs.Coordinates = "exp", side: gs.Side = "spatial"):
-    """The state with local coordinates ``theta`` around ``reference``: ``ψ(Θ) C_ref`` / ``C_ref ψ(Θ)`` / ``y_ref + Θ``."""
+    """The state with local coordinates ``theta`` around ``reference``: ``ψ(Θ) C_ref`` / ``C_ref ψ(Θ)`` / ``y_ref +
+    Θ``."""
     gs.check_options(coordinates, side)
     return gs.map_nodes(lambda n, th: gs.retract(n, th, coordinates, side), reference, theta)
 
@@ -74,7 +75,9 @@ class LocalCoordinateField(eqx.Module):
         reference, user_args = args
         y = from_local(reference, theta, self.coordinates, self.side)
         v = gs.LieODETerm(self.vector_field).vf(t, y, user_args)
-        return gs.map_nodes(lambda n, th, vi: gs.local_field(n, th, vi, self.coordinates, self.side), reference, theta, v)
+        return gs.map_nodes(
+            lambda n, th, vi: gs.local_field(n, th, vi, self.coordinates, self.side), reference, theta, v
+        )
 
 
 def _chart_angle(reference, theta, coordinates: str) -> jax.Array:
@@ -131,13 +134,23 @@ def solve_recharted(
 
     def chart(y, interval):
         a, b = interval
-        sol = diffrax.diffeqsolve(term, solver, a, b, (b - a) / steps_per_chart, zero_coordinates(y), args=(y, args),
-                                  saveat=diffrax.SaveAt(t1=True), **diffeqsolve_kwargs)  # fmt: skip
+        sol = diffrax.diffeqsolve(
+            term,
+            solver,
+            a,
+            b,
+            (b - a) / steps_per_chart,
+            zero_coordinates(y),
+            args=(y, args),
+            saveat=diffrax.SaveAt(t1=True),
+            **diffeqsolve_kwargs,
+        )
         theta = jtu.tree_map(lambda x: x[-1], sol.ys)
         theta = eqx.error_if(
-            theta, _chart_angle(y, theta, coordinates) > max_angle,
+            theta,
+            _chart_angle(y, theta, coordinates) > max_angle,
             "solve_recharted: a chart rotated by more than max_angle; use more charts (num_charts)",
-        )  # fmt: skip
+        )
         y_next = from_local(y, theta, coordinates, side)
         return y_next, y_next
 

@@ -37,12 +37,13 @@ Jacobian-refresh decision stay scalar, so ``iteration="modified"`` saves its Jac
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from diffrax import AbstractSolver, AbstractTerm, LocalLinearInterpolation, RESULTS
+from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 
 from jaxse3.integrate._newton import Factors, factor, modified_newton, newton, unwrap_term
 
@@ -52,8 +53,10 @@ __all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
 def _check_vector(y0, jacobian):
     q0, qd0 = y0
     if jnp.ndim(q0) not in (1, 2) or jnp.shape(q0) != jnp.shape(qd0):
-        raise ValueError(f"Newmark: y0 must be (q, qd), two vectors of the same shape (n,) (or stacks (B, n) of "
-                         f"independent systems), got {jnp.shape(q0)} and {jnp.shape(qd0)}")
+        raise ValueError(
+            f"Newmark: y0 must be (q, qd), two vectors of the same shape (n,) (or stacks (B, n) of "
+            f"independent systems), got {jnp.shape(q0)} and {jnp.shape(qd0)}"
+        )
     if jnp.ndim(q0) == 2 and jacobian is None:
         raise ValueError("Newmark: a stack y0 of shape (B, n) needs the term's jacobian, returning (B, n, n) blocks")
 
@@ -191,8 +194,16 @@ class Newmark(AbstractSolver):
             sol = newton(self._system, qdd0, params, self.tol, self.max_iters)
             factors, jacobians = None, sol.iterations + 1
         else:
-            sol = modified_newton(self._residual, lambda x, p: self._system(x, p)[1], qdd0, params,
-                                  solver_state.factors, self.tol, self.max_iters, self.rate)  # fmt: skip
+            sol = modified_newton(
+                self._residual,
+                lambda x, p: self._system(x, p)[1],
+                qdd0,
+                params,
+                solver_state.factors,
+                self.tol,
+                self.max_iters,
+                self.rate,
+            )
             factors, jacobians = sol.factors, sol.refreshes
         y1 = self.predict(h, y0, qdd0, sol.x)
         state = NewmarkState(

@@ -23,7 +23,8 @@ diffrax integration details:
   costs no extra evaluation and gives a cubic Hermite dense output (:class:`LieHermiteInterpolation`). For FSAL tableaux
   (Bogacki–Shampine, Dormand–Prince) it is the last stage; otherwise one extra evaluation per step replaces the next
   step's first one, so the evaluation count per step equals the number of stages either way.
-* Error estimate of an embedded pair: ``E = h Σ (b_i − b̂_i) K_i`` in local coordinates; a group node of ``y_error`` holds
+* Error estimate of an embedded pair: ``E = h Σ (b_i − b̂_i) K_i`` in local coordinates; a group node of ``y_error``
+holds
   ``Ê`` (its algebra matrix, wrapped in the node's type) so that the step-size controller compares it entrywise with
   ``atol + rtol |C|``.
 * :meth:`RKMK.func` returns the time derivative in the matrix embedding (``V̂ C`` or ``C V̂``), with ``y``'s structure;
@@ -43,7 +44,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-from diffrax import AbstractLocalInterpolation, RESULTS
+from diffrax import RESULTS, AbstractLocalInterpolation
 
 from jaxse3.integrate import group_state as gs
 from jaxse3.integrate.tableaux import BOSH3, DOPRI5, EULER, HEUN, RK4, ButcherTableau
@@ -56,7 +57,9 @@ def _combine(h, coeffs, ks):
     terms = [(a, k) for a, k in zip(coeffs, ks) if a != 0.0]
     if not terms:
         return jtu.tree_map(jnp.zeros_like, ks[0])
-    return jtu.tree_map(lambda *leaves: h * sum(a * leaf for (a, _), leaf in zip(terms, leaves)), *[k for _, k in terms])
+    return jtu.tree_map(
+        lambda *leaves: h * sum(a * leaf for (a, _), leaf in zip(terms, leaves)), *[k for _, k in terms]
+    )
 
 
 class LieHermiteInterpolation(AbstractLocalInterpolation):
@@ -160,7 +163,7 @@ class RKMK(diffrax.AbstractAdaptiveSolver):
         else:
             diff = [b - be for b, be in zip(tab.b, tab.b_error)]
             y_error = gs.map_nodes(gs.algebra_matrix, y0, _combine(h, diff, ks))
-        scale = lambda tree: jtu.tree_map(lambda x: h * x, tree)  # noqa: E731
+        scale = lambda tree: jtu.tree_map(lambda x: h * x, tree)
         dense_info = dict(y0=y0, theta=theta, m0=scale(v0), m1=scale(k1))
         return y1, y_error, dense_info, v1, RESULTS.successful
 
@@ -179,12 +182,18 @@ def _preset(tableau: ButcherTableau, name: str, doc: str):
     return type(name, (RKMK,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
 
 
-LieEuler = _preset(EULER, "LieEuler", "Lie–Euler: ``C_{n+1} = ψ(h V(t_n, C_n)) C_n`` (spatial) / ``C_n ψ(h V)`` (body). Order 1.")
+LieEuler = _preset(
+    EULER, "LieEuler", "Lie–Euler: ``C_{n+1} = ψ(h V(t_n, C_n)) C_n`` (spatial) / ``C_n ψ(h V)`` (body). Order 1."
+)
 RKMKHeun = _preset(HEUN, "RKMKHeun", "RKMK with Heun's tableau (explicit trapezoidal rule). Order 2.")
 RKMK4 = _preset(RK4, "RKMK4", "RKMK with the classical 4-stage Runge–Kutta tableau. Order 4 (seed 001 digest §8.2a).")
 RKMKBosh3 = _preset(
-    BOSH3, "RKMKBosh3", "RKMK with the Bogacki–Shampine 3(2) pair (FSAL, 3 new evaluations per step). Order 3, adaptive."
+    BOSH3,
+    "RKMKBosh3",
+    "RKMK with the Bogacki–Shampine 3(2) pair (FSAL, 3 new evaluations per step). Order 3, adaptive.",
 )
 RKMKDopri5 = _preset(
-    DOPRI5, "RKMKDopri5", "RKMK with the Dormand–Prince 5(4) pair (FSAL, 6 new evaluations per step). Order 5, adaptive."
+    DOPRI5,
+    "RKMKDopri5",
+    "RKMK with the Dormand–Prince 5(4) pair (FSAL, 6 new evaluations per step). Order 5, adaptive.",
 )

@@ -1,6 +1,7 @@
 """Explicit Butcher tableaux for the Munthe-Kaas Runge–Kutta solvers (:mod:`jaxse3.integrate.rkmk`).
 
-A tableau ``(A, b, c)`` with ``A`` strictly lower triangular, optionally with embedded weights ``b_error`` (a lower-order
+A tableau ``(A, b, c)`` with ``A`` strictly lower triangular, optionally with embedded weights ``b_error`` (a
+lower-order
 solution used only for the error estimate). Coefficients are Python floats (static), so zero coefficients cost nothing.
 
 References: Hairer, Nørsett & Wanner, *Solving ODEs I* (Euler, Heun, classical RK4, Dormand–Prince 5(4), Table II.5.2);
@@ -64,7 +65,9 @@ class ButcherTableau:
             raise ValueError(f"ButcherTableau: argument 'c' must have length {s}, got {len(c)}")
         for i, (ci, row) in enumerate(zip(c, lower)):
             if abs(float(ci) - sum(row)) > 1e-12:
-                raise ValueError(f"ButcherTableau: argument 'c' must satisfy c_i = Σ_j a_ij; c[{i}] = {ci}, Σ = {sum(row)}")
+                raise ValueError(
+                    f"ButcherTableau: argument 'c' must satisfy c_i = Σ_j a_ij; c[{i}] = {ci}, Σ = {sum(row)}"
+                )
         if abs(sum(b) - 1.0) > 1e-12:
             raise ValueError(f"ButcherTableau: argument 'b' must sum to 1, got {sum(b)}")
         if b_error is not None:
@@ -95,7 +98,11 @@ class ButcherTableau:
 EULER = ButcherTableau(a=[[]], b=[1.0], c=[0.0], order=1, name="euler")
 HEUN = ButcherTableau(a=[[], [1.0]], b=[0.5, 0.5], c=[0.0, 1.0], order=2, name="heun")
 RK4 = ButcherTableau(
-    a=[[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]], b=[1 / 6, 1 / 3, 1 / 3, 1 / 6], c=[0.0, 0.5, 0.5, 1.0], order=4, name="rk4"
+    a=[[], [0.5], [0.0, 0.5], [0.0, 0.0, 1.0]],
+    b=[1 / 6, 1 / 3, 1 / 3, 1 / 6],
+    c=[0.0, 0.5, 0.5, 1.0],
+    order=4,
+    name="rk4",
 )
 BOSH3 = ButcherTableau(
     a=[[], [1 / 2], [0.0, 3 / 4], [2 / 9, 1 / 3, 4 / 9]],

@@ -8,8 +8,8 @@ All functions here act on single (unbatched) vectors; batching is done by :func:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax.numpy as jnp
 

@@ -22,13 +22,14 @@ All functions act on single (unbatched) vectors. Coefficients may be Python floa
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence, Union
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax.numpy as jnp
 
 from jaxse3.lie._algebra import Algebra
 
-Scalar = Union[float, jnp.ndarray]
+Scalar = float | jnp.ndarray
 
 
 class Poly(NamedTuple):
@@ -232,7 +233,7 @@ def hessian(alg: Algebra, X: jnp.ndarray, Q: jnp.ndarray, Z: jnp.ndarray, p: Pol
             s_brev = _acc(s_brev, p.cbrev[i] * qz[i])
     H = None
     Qm = Q
-    for m in range(0, n - 2):
+    for m in range(n - 2):
         W = None
         for k in range(1, n - 1 - m):
             if _nz(p.c[k + 1 + m]):

@@ -47,9 +47,20 @@ from jaxse3.lie._algebra import SE3, SO3
 from jaxse3.lie.shapes import batched
 
 __all__ = [
-    "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_jac", "dexp_inv_jac", "dexp_hess",
-    "dexp_inv_hess", "ORDERS", "DEXP_COEFFICIENTS", "DEXP_INV_COEFFICIENTS",
-]  # fmt: skip
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexp_hess",
+    "dexp_inv_hess",
+    "ORDERS",
+    "DEXP_COEFFICIENTS",
+    "DEXP_INV_COEFFICIENTS",
+]
 
 _NMAX = 7  # coefficients i = 0 … 6 (the highest needed is i = 4; B5, B6 kept for reference)
 
@@ -99,7 +110,7 @@ def _check_order(name: str, order) -> int:
     return k
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _impl(name: str, dim: int, order: int):
     """The batched, shape-checked function of ``name`` for the algebra of dimension ``dim`` at ``order``."""
     kind, inv = _FUNCS[name]
@@ -114,7 +125,8 @@ def _impl(name: str, dim: int, order: int):
         return batched(f"{v},{v}->{m}", ("X", "U"), name)(lambda X, U: adpoly.derivative(alg, X, U, p))
     if kind == "d2":
         return batched(f"{v},{v},{v}->{m}", ("X", "U", "S"), name)(
-            lambda X, U, S: adpoly.second_derivative(alg, X, U, S, p))
+            lambda X, U, S: adpoly.second_derivative(alg, X, U, S, p)
+        )
     if kind == "jac":
         return batched(f"{v},{v}->{m}", ("X", "Z"), name)(lambda X, Z: adpoly.jacobian(alg, X, Z, p))
     return batched(f"{v},{v},{v}->{m}", ("X", "Q", "Z"), name)(lambda X, Q, Z: adpoly.hessian(alg, X, Q, Z, p))
@@ -124,8 +136,7 @@ def _call(name: str, order, X, *rest):
     k = _check_order(name, order)
     shape = tuple(np.shape(X))
     if not shape or shape[-1] not in (3, 6):
-        raise ValueError(
-            f"{name}: argument 'X' must have shape (..., 3) (so(3)) or (..., 6) (se(3)), got {shape}")
+        raise ValueError(f"{name}: argument 'X' must have shape (..., 3) (so(3)) or (..., 6) (se(3)), got {shape}")
     return _impl(name, shape[-1], k)(X, *rest)
 
 

@@ -47,11 +47,31 @@ from jaxse3.lie._algebra import skew, unskew
 from jaxse3.lie.shapes import batched
 
 __all__ = [
-    "cay_so3", "cay_inv_so3", "dcay_so3", "dcay_inv_so3", "d_dcay_so3", "d_dcay_inv_so3",
-    "cay_se3", "cay_inv_se3", "dcay_se3", "dcay_inv_se3", "d_dcay_se3", "d_dcay_inv_se3",
-    "cay_half_so3", "cay_half_inv_so3", "dcay_half_so3", "dcay_half_inv_so3", "d_dcay_half_so3", "d_dcay_half_inv_so3",
-    "cay_half_se3", "cay_half_inv_se3", "dcay_half_se3", "dcay_half_inv_se3", "d_dcay_half_se3", "d_dcay_half_inv_se3",
-]  # fmt: skip
+    "cay_so3",
+    "cay_inv_so3",
+    "dcay_so3",
+    "dcay_inv_so3",
+    "d_dcay_so3",
+    "d_dcay_inv_so3",
+    "cay_se3",
+    "cay_inv_se3",
+    "dcay_se3",
+    "dcay_inv_se3",
+    "d_dcay_se3",
+    "d_dcay_inv_se3",
+    "cay_half_so3",
+    "cay_half_inv_so3",
+    "dcay_half_so3",
+    "dcay_half_inv_so3",
+    "d_dcay_half_so3",
+    "d_dcay_half_inv_so3",
+    "cay_half_se3",
+    "cay_half_inv_se3",
+    "dcay_half_se3",
+    "dcay_half_inv_se3",
+    "d_dcay_half_se3",
+    "d_dcay_half_inv_se3",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------------------

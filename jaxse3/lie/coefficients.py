@@ -23,8 +23,8 @@ at φ = 0 exactly, under ``jit``, ``vmap`` and nested autodiff.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -95,7 +95,7 @@ def _build_series(n: int) -> dict[str, list[Fraction]]:
     s["b1"] = _const(-half, n)
     s["b2"] = _shift(_add((2, _const(1, n)), (-half, _mul(_add((1, _const(1, n)), (3, al)), inv_be))))
     s["b4"] = _shift(_add((1, _const(1, n)), (-half, _mul(_add((1, _const(1, n)), (1, al)), inv_be))), 2)
-    # SO(3)-specific: dexp⁻¹_x = I − x̃/2 + ((1 − γ)/φ²) x̃²  (seed 001 eq. (2.16));     
+    # SO(3)-specific: dexp⁻¹_x = I − x̃/2 + ((1 − γ)/φ²) x̃²  (seed 001 eq. (2.16));
     s["so3_b2"] = _shift(_add((1, _const(1, n)), (-1, ga)))
     for base in ("a1", "a2", "a3", "a4", "b1", "b2", "b4"):
         s[base + "_bar"] = _bar(s[base])
@@ -140,41 +140,55 @@ _CLOSED: dict[str, _Closed] = {
     "a3_bar": lambda b: _CLOSED["a1_bar"](b) / b["t"],
     "a4_bar": lambda b: _CLOSED["a2_bar"](b) / b["t"],
     "b1_bar": lambda b: jnp.zeros_like(b["t"]),
-    "b2_bar": lambda b: (0.75 - 1.5 * b["delta"] / b["beta"]) / b["t"]
-    + ((b["alpha"] + 3.0 * b["alpha"] ** 2) / b["beta"] ** 2 - 4.0) / b["t"] ** 2,
-    "b4_bar": lambda b: (0.25 - 0.5 * b["delta"] / b["beta"]) / b["t"] ** 2
-    + ((1.0 + b["alpha"]) * (b["alpha"] / b["beta"] ** 2 + 1.0 / b["beta"]) - 4.0) / b["t"] ** 3,
+    "b2_bar": lambda b: (
+        (0.75 - 1.5 * b["delta"] / b["beta"]) / b["t"]
+        + ((b["alpha"] + 3.0 * b["alpha"] ** 2) / b["beta"] ** 2 - 4.0) / b["t"] ** 2
+    ),
+    "b4_bar": lambda b: (
+        (0.25 - 0.5 * b["delta"] / b["beta"]) / b["t"] ** 2
+        + ((1.0 + b["alpha"]) * (b["alpha"] / b["beta"] ** 2 + 1.0 / b["beta"]) - 4.0) / b["t"] ** 3
+    ),
     # seed 000 eqs. (44), (45)
-    "a1_brev": lambda b: (0.5 * b["alpha"] - 1.75 * b["beta"]) / b["t"]
-    + (3.5 - 11.5 * b["alpha"] + 8.0 * b["beta"]) / b["t"] ** 2,
-    "a2_brev": lambda b: 0.25 * b["beta"] / b["t"]
-    + (5.0 * b["alpha"] - 10.75 * b["beta"] - 0.5) / b["t"] ** 2
-    + 37.5 * (1.0 - b["alpha"]) / b["t"] ** 3,
-    "a3_brev": lambda b: (0.5 * b["alpha"] - 2.25 * b["beta"]) / b["t"] ** 2
-    + (4.5 - 16.5 * b["alpha"] + 12.0 * b["beta"]) / b["t"] ** 3,
-    "a4_brev": lambda b: 0.25 * b["beta"] / b["t"] ** 2
-    + (6.0 * b["alpha"] - 0.5 - 14.25 * b["beta"]) / b["t"] ** 3
-    + 52.5 * (1.0 - b["alpha"]) / b["t"] ** 4,
+    "a1_brev": lambda b: (
+        (0.5 * b["alpha"] - 1.75 * b["beta"]) / b["t"] + (3.5 - 11.5 * b["alpha"] + 8.0 * b["beta"]) / b["t"] ** 2
+    ),
+    "a2_brev": lambda b: (
+        0.25 * b["beta"] / b["t"]
+        + (5.0 * b["alpha"] - 10.75 * b["beta"] - 0.5) / b["t"] ** 2
+        + 37.5 * (1.0 - b["alpha"]) / b["t"] ** 3
+    ),
+    "a3_brev": lambda b: (
+        (0.5 * b["alpha"] - 2.25 * b["beta"]) / b["t"] ** 2 + (4.5 - 16.5 * b["alpha"] + 12.0 * b["beta"]) / b["t"] ** 3
+    ),
+    "a4_brev": lambda b: (
+        0.25 * b["beta"] / b["t"] ** 2
+        + (6.0 * b["alpha"] - 0.5 - 14.25 * b["beta"]) / b["t"] ** 3
+        + 52.5 * (1.0 - b["alpha"]) / b["t"] ** 4
+    ),
     "b1_brev": lambda b: jnp.zeros_like(b["t"]),
     "b2_brev": lambda b: (
-        16.0
-        + 1.0 / b["beta"] ** 2
-        + (8.0 / b["beta"] - 4.5) * b["gamma"]
-        - (9.0 + 4.0 / b["beta"]) * b["gamma"] ** 2
-        - 12.0 * b["gamma"] ** 3
-        + 4.5 / b["beta"]
-    )
-    / b["t"] ** 3
-    - (2.25 + 3.0 * b["gamma"] + 0.5 / b["beta"]) / b["t"] ** 2,
+        (
+            16.0
+            + 1.0 / b["beta"] ** 2
+            + (8.0 / b["beta"] - 4.5) * b["gamma"]
+            - (9.0 + 4.0 / b["beta"]) * b["gamma"] ** 2
+            - 12.0 * b["gamma"] ** 3
+            + 4.5 / b["beta"]
+        )
+        / b["t"] ** 3
+        - (2.25 + 3.0 * b["gamma"] + 0.5 / b["beta"]) / b["t"] ** 2
+    ),
     "b4_brev": lambda b: (
-        24.0
-        - 2.0 / b["beta"]
-        - (7.5 + 4.0 / b["beta"]) * b["gamma"]
-        - (5.5 + 3.0 / b["beta"]) * b["gamma"] ** 2
-        - 2.0 * b["gamma"] ** 3
-    )
-    / b["t"] ** 4
-    - (1.375 + 0.25 / b["beta"] + 0.5 * b["gamma"]) / b["t"] ** 3,
+        (
+            24.0
+            - 2.0 / b["beta"]
+            - (7.5 + 4.0 / b["beta"]) * b["gamma"]
+            - (5.5 + 3.0 / b["beta"]) * b["gamma"] ** 2
+            - 2.0 * b["gamma"] ** 3
+        )
+        / b["t"] ** 4
+        - (1.375 + 0.25 / b["beta"] + 0.5 * b["gamma"]) / b["t"] ** 3
+    ),
 }
 
 # The polynomial families: c_0 … c_4 of F(X) = Σ c_i ad_X^i (c_0 = 1), with their bar and breve derivatives.

@@ -32,8 +32,8 @@ from types import SimpleNamespace
 import jax.numpy as jnp
 
 from jaxse3.lie import adpoly, coefficients
-from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule
 from jaxse3.lie._algebra import Algebra
+from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule
 
 __all__ = ["make_family", "family_poly", "RULE_CALLS"]
 
@@ -78,8 +78,9 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         out = derivative(X, U)
         return out, accumulate(out, [(lambda t: second_derivative(X, U, t), dX), (lambda t: derivative(X, t), dU)])
 
-    derivative = custom_rule(tag + ".derivative", lambda X, U: adpoly.derivative(alg, X, U, poly(X, 1)),
-                             _derivative_jvp)  # fmt: skip
+    derivative = custom_rule(
+        tag + ".derivative", lambda X, U: adpoly.derivative(alg, X, U, poly(X, 1)), _derivative_jvp
+    )
 
     def _matrix_jvp(primals, tangents):
         (X,), (dX,) = primals, tangents
@@ -98,16 +99,18 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
             out = jacobian(X, Z)
             return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t), dX), (lambda t: jacobian(X, t), dZ)])
 
-        jacobian = custom_rule(tag + ".jacobian" + kind,
-                               lambda X, Z: adpoly.jacobian(alg, X, Z, poly(X, 1), transpose), _jacobian_jvp)  # fmt: skip
+        jacobian = custom_rule(
+            tag + ".jacobian" + kind, lambda X, Z: adpoly.jacobian(alg, X, Z, poly(X, 1), transpose), _jacobian_jvp
+        )
 
         def _apply_jvp(primals, tangents):
             (X, Z), (dX, dZ) = primals, tangents
             out = apply(X, Z)
             return out, accumulate(out, [(lambda t: jacobian(X, Z) @ t, dX), (lambda t: apply(X, t), dZ)])
 
-        apply = custom_rule(tag + ".apply" + kind, lambda X, Z: adpoly.apply(alg, X, Z, poly(X, 0), transpose),
-                            _apply_jvp)  # fmt: skip
+        apply = custom_rule(
+            tag + ".apply" + kind, lambda X, Z: adpoly.apply(alg, X, Z, poly(X, 0), transpose), _apply_jvp
+        )
         return apply, jacobian, jacobian_derivative
 
     apply, jacobian, jacobian_derivative = make_eval(False)
@@ -115,12 +118,20 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     def _apply_derivative_jvp(primals, tangents):
         (X, U, Z), (dX, dU, dZ) = primals, tangents
         out = apply_derivative(X, U, Z)
-        return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t) @ U, dX),
-                                     (lambda t: apply_derivative(X, t, Z), dU), (lambda t: apply_derivative(X, U, t), dZ)])
+        return out, accumulate(
+            out,
+            [
+                (lambda t: jacobian_derivative(X, Z, t) @ U, dX),
+                (lambda t: apply_derivative(X, t, Z), dU),
+                (lambda t: apply_derivative(X, U, t), dZ),
+            ],
+        )
 
-    apply_derivative = custom_rule(tag + ".apply_derivative",
-                                   lambda X, U, Z: adpoly.apply_derivative(alg, X, Z, U, poly(X, 1)),
-                                   _apply_derivative_jvp)  # fmt: skip
+    apply_derivative = custom_rule(
+        tag + ".apply_derivative",
+        lambda X, U, Z: adpoly.apply_derivative(alg, X, Z, U, poly(X, 1)),
+        _apply_derivative_jvp,
+    )
     apply_T, jacobian_T, jacobian_T_derivative = make_eval(True)
 
     def hessian(X, Q, Z):

@@ -1,6 +1,7 @@
 """SE(3): twists X = (x, y) ∈ R⁶ (rotation first), poses H = [[R, r], [0, 1]], and the closed-form dexp family.
 
-Conventions (docs/conventions.md): ``hat(X) = [[x̃, y], [0, 0]]``; ``ad_X = [[x̃, 0], [ỹ, x̃]]``; ``Ad_H = [[R, 0], [r̃R, R]]``;
+Conventions (docs/conventions.md): ``hat(X) = [[x̃, y], [0, 0]]``; ``ad_X = [[x̃, 0], [ỹ, x̃]]``; ``Ad_H = [[R, 0],
+[r̃R, R]]``;
 right-trivialised ``dexp_X`` (spatial twist ``V = dexp_X Ẋ``); body twist and rod strain use ``dexp_{−X}``, which is
 not ``dexp_Xᵀ`` on SE(3). The translation of ``exp(X)`` is ``dexp_x y`` (SO(3) dexp), not y (seed 000 eq. (4)).
 
@@ -20,30 +21,74 @@ from jaxtyping import Array, Float
 
 from jaxse3.lie import _api, coefficients, so3
 from jaxse3.lie._algebra import SE3, skew, unskew
-from jaxse3.lie.shapes import batched
 from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
-    cay_se3 as cay,
-    cay_inv_se3 as cay_inv,
-    dcay_se3 as dcay,
-    dcay_inv_se3 as dcay_inv,
-    d_dcay_se3 as d_dcay,
-    d_dcay_inv_se3 as d_dcay_inv,
-    cay_half_se3 as cay_half,
     cay_half_inv_se3 as cay_half_inv,
-    dcay_half_se3 as dcay_half,
-    dcay_half_inv_se3 as dcay_half_inv,
-    d_dcay_half_se3 as d_dcay_half,
+    cay_half_se3 as cay_half,
+    cay_inv_se3 as cay_inv,
+    cay_se3 as cay,
     d_dcay_half_inv_se3 as d_dcay_half_inv,
+    d_dcay_half_se3 as d_dcay_half,
+    d_dcay_inv_se3 as d_dcay_inv,
+    d_dcay_se3 as d_dcay,
+    dcay_half_inv_se3 as dcay_half_inv,
+    dcay_half_se3 as dcay_half,
+    dcay_inv_se3 as dcay_inv,
+    dcay_se3 as dcay,
 )
+from jaxse3.lie.shapes import batched
 from jaxse3.lie.tangents import custom_rule
 
 __all__ = [
-    "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
-    "project", "from_rotation_translation", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv",
-    "dexp_apply", "dexp_inv_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac",
-    "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
-    "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv", "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv",
-]  # fmt: skip
+    "hat",
+    "vee",
+    "ad",
+    "adbar",
+    "Ad",
+    "Ad_inv",
+    "coAd",
+    "exp",
+    "log",
+    "log_checked",
+    "inv",
+    "compose",
+    "act",
+    "project",
+    "from_rotation_translation",
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_apply",
+    "dexp_inv_apply",
+    "d_dexp_apply",
+    "d_dexp_inv_apply",
+    "dexpT_apply",
+    "dexp_invT_apply",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexpT_jac",
+    "dexp_invT_jac",
+    "dexp_jac_dir",
+    "dexp_inv_jac_dir",
+    "dexpT_jac_dir",
+    "dexp_invT_jac_dir",
+    "dexp_hess",
+    "dexp_inv_hess",
+    "cay",
+    "cay_inv",
+    "dcay",
+    "dcay_inv",
+    "d_dcay",
+    "d_dcay_inv",
+    "cay_half",
+    "cay_half_inv",
+    "dcay_half",
+    "dcay_half_inv",
+    "d_dcay_half",
+    "d_dcay_half_inv",
+]
 
 Vector = Float[Array, "... 6"]  # algebra coordinates, rotation first, batched over leading axes
 Matrix = Float[Array, "... 6 6"]
@@ -141,14 +186,12 @@ def dexp_inv_apply(X: Vector, Z: Vector) -> Vector:
 
 
 def dexpT_apply(X: Vector, Z: Vector) -> Vector:
-    """Evaluation map X ↦ dexp_Xᵀ Z (custom_jvp, like ``dexp_apply``).
-    """
+    """Evaluation map X ↦ dexp_Xᵀ Z (custom_jvp, like ``dexp_apply``)."""
     return _F.dexpT_apply(X, Z)
 
 
 def dexp_invT_apply(X: Vector, Z: Vector) -> Vector:
-    """Evaluation map X ↦ dexp_X⁻¹ᵀ Z (custom_jvp, like ``dexp_inv_apply``).
-    """
+    """Evaluation map X ↦ dexp_X⁻¹ᵀ Z (custom_jvp, like ``dexp_inv_apply``)."""
     return _F.dexp_invT_apply(X, Z)
 
 
@@ -203,14 +246,12 @@ def dexp_inv_jac(X: Vector, Z: Vector) -> Matrix:
 
 
 def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
-    """∂(dexp_Xᵀ Z)/∂X (seed 000 eq. (39)); custom_jvp via ``dexpT_jac_dir``.
-    """
+    """∂(dexp_Xᵀ Z)/∂X (seed 000 eq. (39)); custom_jvp via ``dexpT_jac_dir``."""
     return _F.dexpT_jac(X, Z)
 
 
 def dexp_invT_jac(X: Vector, Z: Vector) -> Matrix:
-    """∂(dexp_X⁻¹ᵀ Z)/∂X (seed 000 eq. (39) with a → b); custom_jvp via ``dexp_invT_jac_dir``.
-    """
+    """∂(dexp_X⁻¹ᵀ Z)/∂X (seed 000 eq. (39) with a → b); custom_jvp via ``dexp_invT_jac_dir``."""
     return _F.dexp_invT_jac(X, Z)
 
 
@@ -234,14 +275,12 @@ def dexp_inv_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
 
 
 def dexpT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
-    """Directional derivative of ``dexpT_jac(X, Z)`` along S.
-    """
+    """Directional derivative of ``dexpT_jac(X, Z)`` along S."""
     return _F.dexpT_jac_dir(X, Z, S)
 
 
 def dexp_invT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
-    """Directional derivative of ``dexp_invT_jac(X, Z)`` along S.
-    """
+    """Directional derivative of ``dexp_invT_jac(X, Z)`` along S."""
     return _F.dexp_invT_jac_dir(X, Z, S)
 
 
@@ -267,10 +306,30 @@ def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
     return _F.dexp_inv_hess(X, Q, Z)
 
 
-for _name in ("dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
-              "dexpT_apply", "dexp_invT_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexp_jac", "dexp_inv_jac",
-              "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir",
-              "dexp_hess", "dexp_inv_hess"):  # fmt: skip
+for _name in (
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_apply",
+    "dexp_inv_apply",
+    "dexpT_apply",
+    "dexp_invT_apply",
+    "d_dexp_apply",
+    "d_dexp_inv_apply",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexpT_jac",
+    "dexp_invT_jac",
+    "dexp_jac_dir",
+    "dexp_inv_jac_dir",
+    "dexpT_jac_dir",
+    "dexp_invT_jac_dir",
+    "dexp_hess",
+    "dexp_inv_hess",
+):
     globals()[_name].core = getattr(_F, _name).core  # the unbatched closed form, for composition inside other cores
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Callable
+from collections.abc import Callable
 
 import jax.numpy as jnp
 
@@ -47,7 +47,7 @@ def batched(signature: str, names: tuple[str, ...], name: str | None = None) -> 
                 raise TypeError(f"{fname}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
             args = as_float(*args)
             for a, name, shape in zip(args, names, shapes):
-                if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape:
+                if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape) :]) != shape:
                     want = "(..., " + ", ".join(map(str, shape)) + ")"
                     raise ValueError(f"{fname}: argument '{name}' must have shape {want}, got {tuple(a.shape)}")
             return vec(*args)

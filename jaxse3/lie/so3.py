@@ -19,30 +19,73 @@ from jaxtyping import Array, Float
 
 from jaxse3.lie import _api, coefficients
 from jaxse3.lie._algebra import SO3, skew, unskew
-from jaxse3.lie.shapes import batched
 from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
-    cay_so3 as cay,
-    cay_inv_so3 as cay_inv,
-    dcay_so3 as dcay,
-    dcay_inv_so3 as dcay_inv,
-    d_dcay_so3 as d_dcay,
-    d_dcay_inv_so3 as d_dcay_inv,
-    cay_half_so3 as cay_half,
     cay_half_inv_so3 as cay_half_inv,
-    dcay_half_so3 as dcay_half,
-    dcay_half_inv_so3 as dcay_half_inv,
-    d_dcay_half_so3 as d_dcay_half,
+    cay_half_so3 as cay_half,
+    cay_inv_so3 as cay_inv,
+    cay_so3 as cay,
     d_dcay_half_inv_so3 as d_dcay_half_inv,
+    d_dcay_half_so3 as d_dcay_half,
+    d_dcay_inv_so3 as d_dcay_inv,
+    d_dcay_so3 as d_dcay,
+    dcay_half_inv_so3 as dcay_half_inv,
+    dcay_half_so3 as dcay_half,
+    dcay_inv_so3 as dcay_inv,
+    dcay_so3 as dcay,
 )
+from jaxse3.lie.shapes import batched
 from jaxse3.lie.tangents import custom_rule
 
 __all__ = [
-    "hat", "vee", "ad", "adbar", "Ad", "Ad_inv", "coAd", "exp", "log", "log_checked", "inv", "compose", "act",
-    "project", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply", "d_dexp_apply", "d_dexp_inv_apply",
-    "dexpT_apply", "dexp_invT_apply", "dexp_jac", "dexp_inv_jac", "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir",
-    "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir", "dexp_hess", "dexp_inv_hess",
-    "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv", "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv",
-]  # fmt: skip
+    "hat",
+    "vee",
+    "ad",
+    "adbar",
+    "Ad",
+    "Ad_inv",
+    "coAd",
+    "exp",
+    "log",
+    "log_checked",
+    "inv",
+    "compose",
+    "act",
+    "project",
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_apply",
+    "dexp_inv_apply",
+    "d_dexp_apply",
+    "d_dexp_inv_apply",
+    "dexpT_apply",
+    "dexp_invT_apply",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexpT_jac",
+    "dexp_invT_jac",
+    "dexp_jac_dir",
+    "dexp_inv_jac_dir",
+    "dexpT_jac_dir",
+    "dexp_invT_jac_dir",
+    "dexp_hess",
+    "dexp_inv_hess",
+    "cay",
+    "cay_inv",
+    "dcay",
+    "dcay_inv",
+    "d_dcay",
+    "d_dcay_inv",
+    "cay_half",
+    "cay_half_inv",
+    "dcay_half",
+    "dcay_half_inv",
+    "d_dcay_half",
+    "d_dcay_half_inv",
+]
 
 Vector = Float[Array, "... 3"]  # algebra coordinates, batched over leading axes
 Matrix = Float[Array, "... 3 3"]
@@ -140,14 +183,12 @@ def dexp_inv_apply(X: Vector, Z: Vector) -> Vector:
 
 
 def dexpT_apply(X: Vector, Z: Vector) -> Vector:
-    """Evaluation map X ↦ dexp_Xᵀ Z (custom_jvp, like ``dexp_apply``).
-    """
+    """Evaluation map X ↦ dexp_Xᵀ Z (custom_jvp, like ``dexp_apply``)."""
     return _F.dexpT_apply(X, Z)
 
 
 def dexp_invT_apply(X: Vector, Z: Vector) -> Vector:
-    """Evaluation map X ↦ dexp_X⁻¹ᵀ Z (custom_jvp, like ``dexp_inv_apply``).
-    """
+    """Evaluation map X ↦ dexp_X⁻¹ᵀ Z (custom_jvp, like ``dexp_inv_apply``)."""
     return _F.dexp_invT_apply(X, Z)
 
 
@@ -202,14 +243,12 @@ def dexp_inv_jac(X: Vector, Z: Vector) -> Matrix:
 
 
 def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
-    """∂(dexp_Xᵀ Z)/∂X (seed 000 eq. (39)); custom_jvp via ``dexpT_jac_dir``.
-    """
+    """∂(dexp_Xᵀ Z)/∂X (seed 000 eq. (39)); custom_jvp via ``dexpT_jac_dir``."""
     return _F.dexpT_jac(X, Z)
 
 
 def dexp_invT_jac(X: Vector, Z: Vector) -> Matrix:
-    """∂(dexp_X⁻¹ᵀ Z)/∂X (seed 000 eq. (39) with a → b); custom_jvp via ``dexp_invT_jac_dir``.
-    """
+    """∂(dexp_X⁻¹ᵀ Z)/∂X (seed 000 eq. (39) with a → b); custom_jvp via ``dexp_invT_jac_dir``."""
     return _F.dexp_invT_jac(X, Z)
 
 
@@ -233,14 +272,12 @@ def dexp_inv_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
 
 
 def dexpT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
-    """Directional derivative of ``dexpT_jac(X, Z)`` along S.
-    """
+    """Directional derivative of ``dexpT_jac(X, Z)`` along S."""
     return _F.dexpT_jac_dir(X, Z, S)
 
 
 def dexp_invT_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
-    """Directional derivative of ``dexp_invT_jac(X, Z)`` along S.
-    """
+    """Directional derivative of ``dexp_invT_jac(X, Z)`` along S."""
     return _F.dexp_invT_jac_dir(X, Z, S)
 
 
@@ -266,10 +303,30 @@ def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
     return _F.dexp_inv_hess(X, Q, Z)
 
 
-for _name in ("dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_apply", "dexp_inv_apply",
-              "dexpT_apply", "dexp_invT_apply", "d_dexp_apply", "d_dexp_inv_apply", "dexp_jac", "dexp_inv_jac",
-              "dexpT_jac", "dexp_invT_jac", "dexp_jac_dir", "dexp_inv_jac_dir", "dexpT_jac_dir", "dexp_invT_jac_dir",
-              "dexp_hess", "dexp_inv_hess"):  # fmt: skip
+for _name in (
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_apply",
+    "dexp_inv_apply",
+    "dexpT_apply",
+    "dexp_invT_apply",
+    "d_dexp_apply",
+    "d_dexp_inv_apply",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexpT_jac",
+    "dexp_invT_jac",
+    "dexp_jac_dir",
+    "dexp_inv_jac_dir",
+    "dexpT_jac_dir",
+    "dexp_invT_jac_dir",
+    "dexp_hess",
+    "dexp_inv_hess",
+):
     globals()[_name].core = getattr(_F, _name).core  # the unbatched closed form, for composition inside other cores
 
 

@@ -2,7 +2,8 @@
 
 :func:`custom_rule` turns a plain function and its analytical JVP into a ``jax.custom_jvp`` function (with symbolic
 zeros) whose rule invocations are counted in :data:`RULE_CALLS` at trace time, so tests can show that autodiff runs the
-hand-derived formulas. Every analytical rule in :mod:`jaxse3` has the same shape: the output tangent is a sum of analytical terms, one per
+hand-derived formulas. Every analytical rule in :mod:`jaxse3` has the same shape: the output tangent is a sum of
+analytical terms, one per
 argument whose tangent is not a symbolic zero (``J_q @ dq + J_v @ dv + …``), plus, for the arguments the analytical
 formulas do not cover (model parameters, loads, external forces), the plain autodiff JVP. These helpers write that
 once:
@@ -16,7 +17,8 @@ once:
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -1,7 +1,9 @@
 """Rigid multibody dynamics on kinematic trees (issue 4; seed 002): model, URDF import, the robots of
-example-robot-data, kinematics, RNEA, CRBA, forward dynamics, and the analytical derivatives of inverse/forward dynamics.
+example-robot-data, kinematics, RNEA, CRBA, forward dynamics, and the analytical derivatives of inverse/forward
+dynamics.
 
-Conventions (docs/conventions.md): spatial vectors angular first (twists (ω, v), wrenches (moment, force)); spherical joints
+Conventions (docs/conventions.md): spatial vectors angular first (twists (ω, v), wrenches (moment, force)); spherical
+joints
 store unit quaternions (w, x, y, z), free joints position (3) then quaternion (w, x, y, z); their velocities are body
 twists in the child frame; derivatives with respect to q are taken in the tangent space with the right perturbation
 ``q ⊕ δ = q·exp(δ̂)`` (:func:`integrate`). Pinocchio conventions are converted in :mod:`jaxse3.rigid.interop` only.
@@ -35,40 +37,57 @@ clash with the model-wide ones here). URDF import, the robots, the builders, the
 private modules whose public names are re-exported below.
 """
 
-from . import absolute as absolute
-from . import interop as interop
-from . import joints as joints
-from ._builders import ModelBuilder as ModelBuilder
-from ._builders import auto_tree as auto_tree
-from ._configuration import difference as difference
-from ._configuration import integrate as integrate
-from ._configuration import neutral_configuration as neutral_configuration
-from ._configuration import random_configuration as random_configuration
+from . import absolute as absolute, interop as interop, joints as joints
+from ._builders import ModelBuilder as ModelBuilder, auto_tree as auto_tree
+from ._configuration import (
+    difference as difference,
+    integrate as integrate,
+    neutral_configuration as neutral_configuration,
+    random_configuration as random_configuration,
+)
 from ._crba import crba as crba
 from ._forward_dynamics import nonlinear_effects as nonlinear_effects
 from ._forward_dynamics_derivatives import forward_dynamics_derivatives as forward_dynamics_derivatives
 from ._forward_dynamics_second_order_derivatives import (
     forward_dynamics_second_order_derivatives as forward_dynamics_second_order_derivatives,
 )
-from ._kinematics import body_jacobians as body_jacobians
-from ._kinematics import forward_kinematics as forward_kinematics
-from ._model import Model as Model
-from ._model import spatial_inertia as spatial_inertia
+from ._kinematics import body_jacobians as body_jacobians, forward_kinematics as forward_kinematics
+from ._model import Model as Model, spatial_inertia as spatial_inertia
 from ._rnea import rnea_autodiff as rnea_autodiff
 from ._rnea_second_order_derivatives import rnea_second_order_derivatives as rnea_second_order_derivatives
-from ._robots import EXAMPLE_ROBOTS as EXAMPLE_ROBOTS
-from ._robots import example_robot as example_robot
-from ._robots import example_robot_path as example_robot_path
-from ._rules import forward_dynamics as forward_dynamics
-from ._rules import rnea as rnea
-from ._rules import rnea_derivatives as rnea_derivatives
+from ._robots import (
+    EXAMPLE_ROBOTS as EXAMPLE_ROBOTS,
+    example_robot as example_robot,
+    example_robot_path as example_robot_path,
+)
+from ._rules import forward_dynamics as forward_dynamics, rnea as rnea, rnea_derivatives as rnea_derivatives
 from ._urdf import from_urdf as from_urdf
 
 __all__ = [
-    "absolute", "interop", "joints", "Model", "ModelBuilder", "auto_tree", "from_urdf", "spatial_inertia",
-    "example_robot", "example_robot_path", "EXAMPLE_ROBOTS",
-    "integrate", "difference", "neutral_configuration", "random_configuration",
-    "forward_kinematics", "body_jacobians", "rnea", "rnea_autodiff", "crba", "nonlinear_effects", "forward_dynamics",
-    "rnea_derivatives", "rnea_second_order_derivatives", "forward_dynamics_derivatives",
+    "absolute",
+    "interop",
+    "joints",
+    "Model",
+    "ModelBuilder",
+    "auto_tree",
+    "from_urdf",
+    "spatial_inertia",
+    "example_robot",
+    "example_robot_path",
+    "EXAMPLE_ROBOTS",
+    "integrate",
+    "difference",
+    "neutral_configuration",
+    "random_configuration",
+    "forward_kinematics",
+    "body_jacobians",
+    "rnea",
+    "rnea_autodiff",
+    "crba",
+    "nonlinear_effects",
+    "forward_dynamics",
+    "rnea_derivatives",
+    "rnea_second_order_derivatives",
+    "forward_dynamics_derivatives",
     "forward_dynamics_second_order_derivatives",
-]  # fmt: skip
+]

@@ -69,8 +69,19 @@ class ModelBuilder:
             raise ValueError(f"body {name!r}: unknown parent {parent!r}")
         return self._frames[parent]
 
-    def add_body(self, name: str, parent: str | None, joint_type: str, *, axis=(0.0, 0.0, 1.0), pitch: float = 0.0,
-                 placement=None, mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None) -> None:  # fmt: skip
+    def add_body(
+        self,
+        name: str,
+        parent: str | None,
+        joint_type: str,
+        *,
+        axis=(0.0, 0.0, 1.0),
+        pitch: float = 0.0,
+        placement=None,
+        mass: float = 0.0,
+        com=(0.0, 0.0, 0.0),
+        inertia=None,
+    ) -> None:
         """Add body ``name`` attached to ``parent`` by a joint of ``joint_type`` (or ``"fixed"``: merged)."""
         if name in self._frames:
             raise ValueError(f"body {name!r} added twice")
@@ -85,8 +96,10 @@ class ModelBuilder:
             self._frames[name] = _Frame(frame.body, pose)
             return
         if joint_type not in _joints.JOINT_TYPES:
-            raise ValueError(f"joint of body {name!r}: unsupported joint type {joint_type!r}; expected one of "
-                             f"{_joints.JOINT_TYPES + ('fixed',)}")  # fmt: skip
+            raise ValueError(
+                f"joint of body {name!r}: unsupported joint type {joint_type!r}; expected one of "
+                f"{_joints.JOINT_TYPES + ('fixed',)}"
+            )
         a = np.asarray(axis, dtype=float)
         if joint_type in ("revolute", "helical", "prismatic"):
             norm = np.linalg.norm(a)
@@ -94,7 +107,8 @@ class ModelBuilder:
                 raise ValueError(f"joint of body {name!r}: zero axis")
             a = a / norm
         six = {"revolute": np.r_[a, 0, 0, 0], "prismatic": np.r_[0, 0, 0, a], "helical": np.r_[a, pitch * a]}.get(
-            joint_type, np.zeros(6))  # fmt: skip
+            joint_type, np.zeros(6)
+        )
         self._frames[name] = _Frame(len(self._parents), np.eye(4))
         self._parents.append(frame.body)
         self._types.append(joint_type)
@@ -107,8 +121,15 @@ class ModelBuilder:
         """The :class:`Model` (float64 arrays when x64 is enabled)."""
         if not self._parents:
             raise ValueError("ModelBuilder.build: the model has no movable body")
-        return Model(self._parents, self._types, np.stack(self._placements), np.stack(self._axes),
-                     np.stack(self._inertias), self.gravity, self._names)  # fmt: skip
+        return Model(
+            self._parents,
+            self._types,
+            np.stack(self._placements),
+            np.stack(self._axes),
+            np.stack(self._inertias),
+            self.gravity,
+            self._names,
+        )
 
 
 def _rotx(t):
@@ -121,8 +142,17 @@ def _random_rotation(rng):
     return np.asarray(_joints.quat_to_rotation(quat / np.linalg.norm(quat)))
 
 
-def auto_tree(nb: int, bf: float = 1.0, skew: float = 0.0, taper: float = 1.0, *, joint_types="revolute",
-              floating_base: bool = False, seed: int | None = None, gravity=(0.0, 0.0, -9.81)) -> Model:  # fmt: skip
+def auto_tree(
+    nb: int,
+    bf: float = 1.0,
+    skew: float = 0.0,
+    taper: float = 1.0,
+    *,
+    joint_types="revolute",
+    floating_base: bool = False,
+    seed: int | None = None,
+    gravity=(0.0, 0.0, -9.81),
+) -> Model:
     """Featherstone's ``autoTree(nb, bf, skew, taper)``: a serial chain (bf = 1) or a branched tree (bf > 1).
 
     ``joint_types``: ``"revolute"`` (Featherstone's), a sequence cycled over the bodies, or ``"mixed"`` (random among
@@ -150,8 +180,12 @@ def auto_tree(nb: int, bf: float = 1.0, skew: float = 0.0, taper: float = 1.0, *
         length, mass = lengths[i], taper ** (3 * i)
         com = np.array([length / 2, 0.0, 0.0])
         inertia = mass * length**2 * np.diag([0.0025, 1.015 / 12, 1.015 / 12])
-        placement = _rotx(skew) @ np.block([[np.eye(3), np.array([[lengths[parent] if parent >= 0 else 0.0], [0], [0]])],
-                                            [np.zeros((1, 3)), np.ones((1, 1))]])  # fmt: skip
+        placement = _rotx(skew) @ np.block(
+            [
+                [np.eye(3), np.array([[lengths[parent] if parent >= 0 else 0.0], [0], [0]])],
+                [np.zeros((1, 3)), np.ones((1, 1))],
+            ]
+        )
         axis = (0.0, 0.0, 1.0)
         if seed is not None:
             mass *= rng.uniform(0.5, 1.5)
@@ -161,7 +195,15 @@ def auto_tree(nb: int, bf: float = 1.0, skew: float = 0.0, taper: float = 1.0, *
             placement = placement.copy()
             placement[:3, :3] = placement[:3, :3] @ _random_rotation(rng)
             axis = tuple(rng.normal(size=3))
-        b.add_body(f"body{i}", None if parent < 0 else f"body{parent}", str(types[i]), axis=axis,
-                   pitch=0.1 if types[i] == "helical" else 0.0, placement=placement, mass=mass, com=com,
-                   inertia=inertia)  # fmt: skip
+        b.add_body(
+            f"body{i}",
+            None if parent < 0 else f"body{parent}",
+            str(types[i]),
+            axis=axis,
+            pitch=0.1 if types[i] == "helical" else 0.0,
+            placement=placement,
+            mass=mass,
+            com=com,
+            inertia=inertia,
+        )
     return b.build()

@@ -23,16 +23,18 @@ def integrate(model: Model, q: Array, v: Array, dt: float | Array = 1.0) -> Arra
     q = check_vector("integrate", model, "q", q, "nq")
     v = check_vector("integrate", model, "v", v, "nv")
     dv = v * dt
-    return jnp.concatenate([_joints.integrate(t, q[model.q_slice(i)], dv[model.v_slice(i)])
-                            for i, t in enumerate(model.joint_types)])  # fmt: skip
+    return jnp.concatenate(
+        [_joints.integrate(t, q[model.q_slice(i)], dv[model.v_slice(i)]) for i, t in enumerate(model.joint_types)]
+    )
 
 
 def difference(model: Model, q0: Array, q1: Array) -> Array:
     """v with ``integrate(model, q0, v, 1) == q1`` (principal logarithm for spherical/free joints). Returns (nv,)."""
     q0 = check_vector("difference", model, "q0", q0, "nq")
     q1 = check_vector("difference", model, "q1", q1, "nq")
-    return jnp.concatenate([_joints.difference(t, q0[model.q_slice(i)], q1[model.q_slice(i)])
-                            for i, t in enumerate(model.joint_types)])  # fmt: skip
+    return jnp.concatenate(
+        [_joints.difference(t, q0[model.q_slice(i)], q1[model.q_slice(i)]) for i, t in enumerate(model.joint_types)]
+    )
 
 
 def neutral_configuration(model: Model) -> Array:
@@ -42,7 +44,8 @@ def neutral_configuration(model: Model) -> Array:
 
 
 def random_configuration(model: Model, key: Array, scale: float = 1.0) -> Array:
-    """A random configuration: ``neutral ⊕ δ`` with δ ~ N(0, scale²) for each joint (uniform-ish rotations for scale ≳ 2)."""
+    """A random configuration: ``neutral ⊕ δ`` with δ ~ N(0, scale²) for each joint (uniform-ish rotations for scale
+    ≳ 2)."""
     delta = scale * jax.random.normal(key, (model.nv,), dtype=model.inertias.dtype)
     return integrate(model, neutral_configuration(model), delta)
 

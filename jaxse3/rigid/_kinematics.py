@@ -12,8 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from jaxse3.rigid import _spatial
-from jaxse3.rigid import joints as _joints
+from jaxse3.rigid import _spatial, joints as _joints
 from jaxse3.rigid._model import Model, check_vector
 from jaxse3.rigid._topology import tree_matrices
 
@@ -29,8 +28,9 @@ def local_poses(model: Model, q: Array) -> tuple[Array, Array]:
         bodies = [i for i, t in enumerate(model.joint_types) if _joints.group(t) == kind]
         if not bodies:
             continue
-        qcols = np.array([np.arange(model.q_index[i], model.q_index[i] + _joints.NQ[model.joint_types[i]])
-                          for i in bodies])  # fmt: skip
+        qcols = np.array(
+            [np.arange(model.q_index[i], model.q_index[i] + _joints.NQ[model.joint_types[i]]) for i in bodies]
+        )
         R, p = _joints.batched_transform(kind, model.joint_axes[np.array(bodies)], q[qcols])
         Rj, pj = Rj.at[np.array(bodies)].set(R), pj.at[np.array(bodies)].set(p)
     X = model.joint_placements
@@ -49,7 +49,9 @@ def world_poses(model: Model, q: Array) -> tuple[Array, Array]:
 
 def world_motion_subspaces(model: Model, R: Array, p: Array) -> Array:
     """Ground-frame motion-subspace columns s_a (nv, 6) for the world poses (R, p): ``s_a = Ad_{H_joint(a)} S_a``."""
-    S_local = jnp.concatenate([_joints.motion_subspace(t, model.joint_axes[i]) for i, t in enumerate(model.joint_types)])
+    S_local = jnp.concatenate(
+        [_joints.motion_subspace(t, model.joint_axes[i]) for i, t in enumerate(model.joint_types)]
+    )
     joint = tree_matrices(model).joint
     return _spatial.motion_to_parent(R[joint], p[joint], S_local)
 

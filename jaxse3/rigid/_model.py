@@ -51,8 +51,9 @@ class Model(eqx.Module):
     inertias: Array  # (nb, 6, 6)
     gravity: Array  # (3,)
 
-    def __init__(self, parents, joint_types, joint_placements, joint_axes, inertias, gravity=(0.0, 0.0, -9.81),
-                 names=None):  # fmt: skip
+    def __init__(
+        self, parents, joint_types, joint_placements, joint_axes, inertias, gravity=(0.0, 0.0, -9.81), names=None
+    ):
         parents, joint_types = tuple(int(p) for p in parents), tuple(str(t) for t in joint_types)
         nb = len(parents)
         if len(joint_types) != nb:
@@ -65,17 +66,22 @@ class Model(eqx.Module):
         self.parents, self.joint_types = parents, joint_types
         self.names = tuple(names) if names is not None else tuple(f"joint{i}" for i in range(nb))
         nqs, nvs = [_joints.NQ[t] for t in joint_types], [_joints.NV[t] for t in joint_types]
-        self.q_index, self.v_index = tuple(int(x) for x in np.cumsum([0] + nqs[:-1])), tuple(
-            int(x) for x in np.cumsum([0] + nvs[:-1]))  # fmt: skip
+        self.q_index, self.v_index = (
+            tuple(int(x) for x in np.cumsum([0] + nqs[:-1])),
+            tuple(int(x) for x in np.cumsum([0] + nvs[:-1])),
+        )
         self.nq, self.nv = int(sum(nqs)), int(sum(nvs))
         self.joint_placements = jnp.asarray(joint_placements)
         self.joint_axes = jnp.asarray(joint_axes)
         self.inertias = jnp.asarray(inertias)
         self.gravity = jnp.asarray(gravity, dtype=self.inertias.dtype)
-        for name, arr, shape in (("joint_placements", self.joint_placements, (nb, 4, 4)),
-                                 ("joint_axes", self.joint_axes, (nb, 6)), ("inertias", self.inertias, (nb, 6, 6)),
-                                 ("gravity", self.gravity, (3,))):  # fmt: skip
-            if arr.shape[-len(shape):] != shape:
+        for name, arr, shape in (
+            ("joint_placements", self.joint_placements, (nb, 4, 4)),
+            ("joint_axes", self.joint_axes, (nb, 6)),
+            ("inertias", self.inertias, (nb, 6, 6)),
+            ("gravity", self.gravity, (3,)),
+        ):
+            if arr.shape[-len(shape) :] != shape:
                 raise ValueError(f"Model: {name} must have shape {shape}, got {arr.shape}")
         _check_inertias(self.inertias, self.names)
 
@@ -120,9 +126,11 @@ def _check_inertias(inertias, names) -> None:
     bad |= (np.abs(I[..., 3:, 3:] - m * np.eye(3)) / scale[..., :3, :3]).max(axis=(-2, -1)) > 1e-9
     if bad.any():
         i = int(np.argwhere(bad)[0][-1])
-        raise ValueError(f"Model: inertias[{i}] (body {names[i]!r}) is not a spatial inertia [[I_c + m c̃c̃ᵀ, m c̃], "
-                         f"[m c̃ᵀ, m 1]] (symmetric, skew off-diagonal blocks, m·1 lower-right block); build it "
-                         f"with jaxse3.rigid.spatial_inertia")
+        raise ValueError(
+            f"Model: inertias[{i}] (body {names[i]!r}) is not a spatial inertia [[I_c + m c̃c̃ᵀ, m c̃], "
+            f"[m c̃ᵀ, m 1]] (symmetric, skew off-diagonal blocks, m·1 lower-right block); build it "
+            f"with jaxse3.rigid.spatial_inertia"
+        )
 
 
 def spatial_inertia(mass, com, inertia_com):
@@ -147,8 +155,9 @@ def check_vector(fname: str, model: Model, name: str, x, size_name: str):
     size = getattr(model, size_name)
     x = jnp.asarray(x)
     if x.shape != (size,):
-        raise ValueError(f"{fname}: {name} must have shape ({size_name},) = ({size},), got {x.shape} "
-                         f"(vmap over batches of states)")  # fmt: skip
+        raise ValueError(
+            f"{fname}: {name} must have shape ({size_name},) = ({size},), got {x.shape} (vmap over batches of states)"
+        )
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(model.inertias.dtype)
     if size_name == "nq":
@@ -177,15 +186,20 @@ def check_quaternions(fname: str, model: Model, name: str, q: Array) -> Array:
     ``eqx.branched_error_if``: it survives ``jit``, ``vmap`` and autodiff, and its error names the slice of ``q`` and
     the joint. Non-unit quaternions would otherwise give non-orthogonal rotation matrices and wrong numbers.
     """
-    quats = [(i, model.q_index[i] + (3 if t == "free" else 0)) for i, t in enumerate(model.joint_types)
-             if t in ("spherical", "free")]  # fmt: skip
+    quats = [
+        (i, model.q_index[i] + (3 if t == "free" else 0))
+        for i, t in enumerate(model.joint_types)
+        if t in ("spherical", "free")
+    ]
     if not quats:
         return q
     starts = np.array([start for _, start in quats])
     norms = jnp.linalg.norm(q[starts[:, None] + np.arange(4)], axis=1)
     tol = max(1e-6, float(np.sqrt(np.finfo(q.dtype).eps)))
     bad = ~(jnp.abs(norms - 1.0) <= tol)  # NaN norms too
-    messages = [f"{fname}: {name}[{start}:{start + 4}], the quaternion (w, x, y, z) of {model.joint_types[i]} joint "
-                f"{model.names[i]!r}, does not have unit norm (tolerance {tol:.1e}); normalise it"
-                for i, start in quats]  # fmt: skip
+    messages = [
+        f"{fname}: {name}[{start}:{start + 4}], the quaternion (w, x, y, z) of {model.joint_types[i]} joint "
+        f"{model.names[i]!r}, does not have unit norm (tolerance {tol:.1e}); normalise it"
+        for i, start in quats
+    ]
     return eqx.branched_error_if(q, jnp.any(bad), jnp.argmax(bad), messages)

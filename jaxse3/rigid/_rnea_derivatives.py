@@ -1,7 +1,8 @@
 """First-order partial derivatives of inverse dynamics: IDSVA FO (seed 002 eqs. (7)–(8), digest §1.5).
 
 ``_first_order(model, q, v, a, f_ext)`` returns ``(dtau_dq, dtau_dv, M)`` with ``∂τ/∂q`` taken in the tangent
-space of the configuration manifold with a right (child-side) perturbation ``q ⊕ δ = q·exp(δ̂)`` (docs/conventions.md), so all
+space of the configuration manifold with a right (child-side) perturbation ``q ⊕ δ = q·exp(δ̂)``
+(docs/conventions.md), so all
 three are ``(nv, nv)`` with rows = τ.
 
 The algorithm works with every quantity in the ground frame (digest §1.4): a forward pass gives, per DoF column, the

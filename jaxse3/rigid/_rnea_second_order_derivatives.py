@@ -112,7 +112,7 @@ _VALUES = tuple(dict.fromkeys(v for pieces in PIECES.values() for *_, v in piece
 _X = ("s", "psi_dot", "psi_ddot", "psi_dot+s_dot")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _entries(parents: tuple[int, ...], joint_types: tuple[str, ...]):
     """Where each value is needed, and where each tensor entry is found (numpy, once per tree).
 
@@ -185,14 +185,27 @@ def _tables(model: Model, q, v, a, f_ext=None) -> tuple[dict[str, Array], Array]
         return _spatial.cross_force(x[k], f[:, None])
 
     s, pd, pdd, pdsd = range(4)
-    A6s, A3s, A1s, A3p, A1p, A1pp, A1psd = (ax(A, k) for A, k in ((A6, s), (A3, s), (A1, s), (A3, pd), (A1, pd),
-                                                                   (A1, pdd), (A1, pdsd)))  # fmt: skip
+    A6s, A3s, A1s, A3p, A1p, A1pp, A1psd = (
+        ax(A, k) for A, k in ((A6, s), (A3, s), (A1, s), (A3, pd), (A1, pd), (A1, pdd), (A1, pdsd))
+    )
     A3ts, A1ts, A1tp = atx(A3, s), atx(A1, s), atx(A1, pd)
     A0s, A4s, A5s, A7s = (bar(f, s) for f in (f0, f4, f5, f7))
     A0p = bar(f0, pd)
     Bss, Bsp, Bsts, Bstp, A2p = A1s + A0s, A1p + A0p, A1ts - A0s, A1tp - A0p, A0p - A1p  # A0ᵀ = −A0
-    u = {"u1": A3ts, "u2": A1ts, "u3": A3p + A1pp + A5s, "u4": A6s, "u5": A2p + A4s, "u6": Bsp + A7s,
-         "u7": A3s + A1psd, "u8": A4s - Bstp, "u9": A0s, "u10": Bss, "u11": Bsts, "u12": A1s}  # fmt: skip
+    u = {
+        "u1": A3ts,
+        "u2": A1ts,
+        "u3": A3p + A1pp + A5s,
+        "u4": A6s,
+        "u5": A2p + A4s,
+        "u6": Bsp + A7s,
+        "u7": A3s + A1psd,
+        "u8": A4s - Bstp,
+        "u9": A0s,
+        "u10": Bss,
+        "u11": Bsts,
+        "u12": A1s,
+    }
     return u, xd
 
 
@@ -209,8 +222,10 @@ def rnea_second_order_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Ar
     # each needed value entry as an unrolled 6-term dot of gathered components (one loop fusion per value)
     uT = {k: x.reshape(-1, 6).T for k, x in u.items()}  # (6, n L)
     xT = jnp.moveaxis(xd, 0, -1)  # (4, 6, n + 1)
-    values = [sum(sign * uT[k][i][r] * xT[_X.index(w), i][c] for sign, k, w in value for i in range(6))
-              for value, r, c in zip(_VALUES, rows, cols)]  # fmt: skip
+    values = [
+        sum(sign * uT[k][i][r] * xT[_X.index(w), i][c] for sign, k, w in value for i in range(6))
+        for value, r, c in zip(_VALUES, rows, cols)
+    ]
     V = jnp.concatenate(values + [jnp.zeros(1, xd.dtype)])
     n = model.nv
     return tuple(V[index[k]].reshape(n, n, n) for k in ("qq", "vv", "qv", "dM"))
@@ -222,8 +237,9 @@ def _contract(pieces, masks, u, xd, axis: int, vec):
     for order, F, G, value in pieces:
         out = order.replace(order[axis], "")
         for sign, k, w in value:
-            total = total + sign * jnp.einsum(f"ab,bc,abx,cx,{order[axis]}->{out}", masks[F], masks[G], u[k],
-                                              xd[:, _X.index(w)], vec)  # fmt: skip
+            total = total + sign * jnp.einsum(
+                f"ab,bc,abx,cx,{order[axis]}->{out}", masks[F], masks[G], u[k], xd[:, _X.index(w)], vec
+            )
     return total
 
 

@@ -95,8 +95,9 @@ def _robots_dir() -> pathlib.Path:
         raise ImportError('example_robot needs the example-robot-data package: pip install "jaxse3[robots]"') from e
     path = pathlib.Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
     if not path.is_dir():
-        raise FileNotFoundError(f"example_robot: example-robot-data {dist.version} is installed but its robots "
-                                f"directory {path} is missing")  # fmt: skip
+        raise FileNotFoundError(
+            f"example_robot: example-robot-data {dist.version} is installed but its robots directory {path} is missing"
+        )
     return path
 
 

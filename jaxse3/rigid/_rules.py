@@ -52,7 +52,9 @@ def _rnea_derivatives_jvp(primals, tangents):
     _, dq, dv, da, _ = tangents
     out = _first_order(model, q, v, a, f_ext)
     dq = None if is_zero(dq) else tangent_of(model, q, dq)
-    d_out = second_order_contractions(model, q, v, a, f_ext, dq, None if is_zero(dv) else dv, None if is_zero(da) else da)
+    d_out = second_order_contractions(
+        model, q, v, a, f_ext, dq, None if is_zero(dv) else dv, None if is_zero(da) else da
+    )
     d_rest = jvp_of_rest(lambda m, _q, _v, _a, f: _first_order(m, q, v, a, f), primals, tangents, ANALYTIC)
     return out, d_out if d_rest is None else jax.tree.map(jnp.add, d_out, d_rest)
 

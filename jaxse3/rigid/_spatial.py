@@ -24,8 +24,14 @@ from jaxse3.lie import se3 as _se3
 def skew(x):
     """x̃ (..., 3, 3) with x̃ y = x × y, for a 3-vector or a stack of them (..., 3)."""
     z = jnp.zeros_like(x[..., 0])
-    return jnp.stack([jnp.stack([z, -x[..., 2], x[..., 1]], -1), jnp.stack([x[..., 2], z, -x[..., 0]], -1),
-                      jnp.stack([-x[..., 1], x[..., 0], z], -1)], -2)  # fmt: skip
+    return jnp.stack(
+        [
+            jnp.stack([z, -x[..., 2], x[..., 1]], -1),
+            jnp.stack([x[..., 2], z, -x[..., 0]], -1),
+            jnp.stack([-x[..., 1], x[..., 0], z], -1),
+        ],
+        -2,
+    )
 
 
 def _rot(R, x):
@@ -81,8 +87,9 @@ class Inertia(NamedTuple):
     def apply(self, x: Array) -> Array:
         """I x for motion vectors x (..., 6) (broadcast over leading axes): ``(A ω + h × u, ω × h + m u)``."""
         w, u = x[..., :3], x[..., 3:]
-        return jnp.concatenate([_rot(self.A, w) + jnp.cross(self.h, u), jnp.cross(w, self.h) + self.m[..., None] * u],
-                               axis=-1)  # fmt: skip
+        return jnp.concatenate(
+            [_rot(self.A, w) + jnp.cross(self.h, u), jnp.cross(w, self.h) + self.m[..., None] * u], axis=-1
+        )
 
 
 def inertia_parts(inertia: Array) -> Inertia:
@@ -137,14 +144,14 @@ class CoriolisBlocks(NamedTuple):
         """The blocks of B(I, x), given ``momentum = I x``."""
         W, U, H = skew(x[..., :3]), skew(x[..., 3:]), skew(inertia.h)
         WA, UH = W @ inertia.A, U @ H
-        return cls(WA + jnp.swapaxes(WA, -1, -2) - UH - jnp.swapaxes(UH, -1, -2) - skew(momentum[..., :3]),
-                   momentum[..., 3:])  # fmt: skip
+        return cls(
+            WA + jnp.swapaxes(WA, -1, -2) - UH - jnp.swapaxes(UH, -1, -2) - skew(momentum[..., :3]), momentum[..., 3:]
+        )
 
     def matrix(self) -> Array:
         """The 6×6 matrix."""
         z = jnp.zeros_like(self.X)
-        return jnp.concatenate([jnp.concatenate([self.X, z], -1), jnp.concatenate([-2.0 * skew(self.f), z], -1)],
-                               -2)  # fmt: skip
+        return jnp.concatenate([jnp.concatenate([self.X, z], -1), jnp.concatenate([-2.0 * skew(self.f), z], -1)], -2)
 
     def apply(self, y):
         """B y = (X y_ω, −2 f × y_ω)."""
@@ -152,5 +159,10 @@ class CoriolisBlocks(NamedTuple):
 
     def apply_transpose(self, y):
         """Bᵀ y = (Xᵀ y_ω + 2 f × y_v, 0)."""
-        return jnp.concatenate([_rot(jnp.swapaxes(self.X, -1, -2), y[..., :3]) + 2.0 * jnp.cross(self.f, y[..., 3:]),
-                                jnp.zeros_like(y[..., 3:])], -1)  # fmt: skip
+        return jnp.concatenate(
+            [
+                _rot(jnp.swapaxes(self.X, -1, -2), y[..., :3]) + 2.0 * jnp.cross(self.f, y[..., 3:]),
+                jnp.zeros_like(y[..., 3:]),
+            ],
+            -1,
+        )

@@ -29,8 +29,18 @@ import numpy as np
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._model import Model
 
-__all__ = ["TreeMatrices", "tree_matrices", "tree_matrices_of", "Topology", "topology", "topology_of", "subtree_sums",
-           "Chains", "chains", "chains_of"]  # fmt: skip
+__all__ = [
+    "TreeMatrices",
+    "tree_matrices",
+    "tree_matrices_of",
+    "Topology",
+    "topology",
+    "topology_of",
+    "subtree_sums",
+    "Chains",
+    "chains",
+    "chains_of",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -50,7 +60,7 @@ class TreeMatrices(NamedTuple):
     levels: tuple[np.ndarray, ...]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tree_matrices_of(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> TreeMatrices:
     """The :class:`TreeMatrices` of the tree (``Model.parents``, ``Model.joint_types``), cached."""
     nb = len(parents)
@@ -89,13 +99,14 @@ class Topology(NamedTuple):
     same: np.ndarray  # (nv, nv)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def topology_of(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> Topology:
     """The :class:`Topology` of the tree (``Model.parents``, ``Model.joint_types``), cached."""
     tree = tree_matrices_of(parents, joint_types)
     joint = tree.joint
-    return Topology(joint, tree.support, tree.support[joint][:, joint].T.copy(),
-                    (joint[:, None] == joint[None, :]).astype(float))  # fmt: skip
+    return Topology(
+        joint, tree.support, tree.support[joint][:, joint].T.copy(), (joint[:, None] == joint[None, :]).astype(float)
+    )
 
 
 def topology(model: Model) -> Topology:
@@ -117,7 +128,8 @@ def subtree_sums(top: Topology, tree):
 
 
 class Chains(NamedTuple):
-    """``joint[a]``: the joint of DoF a; ``E[a, b]``: joint(b) ⪯ joint(a); ``same``: one joint; ``chain`` (n, L): the b of row a (dummy ``n`` padded);
+    """``joint[a]``: the joint of DoF a; ``E[a, b]``: joint(b) ⪯ joint(a); ``same``: one joint; ``chain`` (n, L): the
+    b of row a (dummy ``n`` padded);
     ``slot`` (n, n): l with ``chain[a, l] = b`` where E[a, b], else a padded slot of row a."""
 
     joint: np.ndarray  # (n,) int, the joint of each DoF
@@ -127,7 +139,7 @@ class Chains(NamedTuple):
     slot: np.ndarray  # (n, n) int
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def chains_of(parents: tuple[int, ...], joint_types: tuple[str, ...]) -> Chains:
     """The :class:`Chains` of the tree (``Model.parents``, ``Model.joint_types``), cached."""
     top = topology_of(parents, joint_types)

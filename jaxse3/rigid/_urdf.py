@@ -52,9 +52,13 @@ def _pose(origin) -> np.ndarray:
         return H
     r, p, y = origin.rpy if origin.rpy is not None else (0.0, 0.0, 0.0)
     cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    H[:3, :3] = np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                          [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                          [-sp, cp * sr, cp * cr]])  # fmt: skip
+    H[:3, :3] = np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
     H[:3, 3] = origin.xyz if origin.xyz is not None else (0.0, 0.0, 0.0)
     return H
 
@@ -150,8 +154,11 @@ def _warn_without_inertia(model: Model, moved: dict[str, str]) -> None:
     empty = [name for i, name in enumerate(model.names) if not np.any(composite[i])]
     if empty:
         links = [moved[name] for name in empty]
-        warnings.warn(f"from_urdf: joints {empty} move no inertia (links {links} and the links after them are "
-                      f"massless): the mass matrix is singular, forward dynamics will fail", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"from_urdf: joints {empty} move no inertia (links {links} and the links after them are "
+            f"massless): the mass matrix is singular, forward dynamics will fail",
+            stacklevel=3,
+        )
 
 
 def from_urdf(path: str | os.PathLike, floating_base: bool = False, gravity=(0.0, 0.0, -9.81)) -> Model:
@@ -171,17 +178,21 @@ def from_urdf(path: str | os.PathLike, floating_base: bool = False, gravity=(0.0
     children: dict[str, list] = {name: [] for name in links}
     for joint in joints.values():
         if joint.type not in _TYPES:
-            raise ValueError(f"from_urdf: joint {joint.name!r} has unsupported type {joint.type!r} "
-                             f"(supported: {sorted(_TYPES)})")  # fmt: skip
+            raise ValueError(
+                f"from_urdf: joint {joint.name!r} has unsupported type {joint.type!r} (supported: {sorted(_TYPES)})"
+            )
         if floating_base and joint.name == _FREE_JOINT:
-            raise ValueError(f"from_urdf: joint {joint.name!r} has the name of the free joint that floating_base=True "
-                             "adds")  # fmt: skip
+            raise ValueError(
+                f"from_urdf: joint {joint.name!r} has the name of the free joint that floating_base=True adds"
+            )
         for end in (joint.parent, joint.child):
             if end not in links:
                 raise ValueError(f"from_urdf: joint {joint.name!r} refers to unknown link {end!r}")
         if joint.child in parent_joint:
-            raise ValueError(f"from_urdf: closed loop: link {joint.child!r} is the child of joints "
-                             f"{parent_joint[joint.child].name!r} and {joint.name!r}")  # fmt: skip
+            raise ValueError(
+                f"from_urdf: closed loop: link {joint.child!r} is the child of joints "
+                f"{parent_joint[joint.child].name!r} and {joint.name!r}"
+            )
         parent_joint[joint.child] = joint
         children[joint.parent].append(joint)
     roots = [name for name in links if name not in parent_joint]
@@ -189,8 +200,10 @@ def from_urdf(path: str | os.PathLike, floating_base: bool = False, gravity=(0.0
         raise ValueError(f"from_urdf: expected one root link, found {roots} (closed loop or disconnected links)")
     root = roots[0]
     if not floating_base and all(joint.type == "fixed" for joint in joints.values()):
-        raise ValueError("from_urdf: the robot has no moving joint, so with a fixed base it has no degree of freedom; "
-                         "load it with floating_base=True")  # fmt: skip
+        raise ValueError(
+            "from_urdf: the robot has no moving joint, so with a fixed base it has no degree of freedom; "
+            "load it with floating_base=True"
+        )
 
     b = ModelBuilder(gravity)
     moved: dict[str, str] = {}  # joint name -> the link it moves (for warnings)
@@ -209,9 +222,16 @@ def from_urdf(path: str | os.PathLike, floating_base: bool = False, gravity=(0.0
         mass, com, inertia = _inertial(links[joint.child])
         jtype = _TYPES[joint.type]
         body = joint.name if jtype != "fixed" else _link_frame(joint.child)
-        b.add_body(body, _link_frame(joint.parent), jtype,
-                   axis=joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), placement=_pose(joint.origin),
-                   mass=mass, com=com, inertia=inertia)  # fmt: skip
+        b.add_body(
+            body,
+            _link_frame(joint.parent),
+            jtype,
+            axis=joint.axis if joint.axis is not None else (1.0, 0.0, 0.0),
+            placement=_pose(joint.origin),
+            mass=mass,
+            com=com,
+            inertia=inertia,
+        )
         if jtype != "fixed":
             b.add_body(_link_frame(joint.child), body, "fixed")  # the link frame, for its children
             moved[body] = joint.child

@@ -28,7 +28,7 @@ def velocity_permutation(model) -> np.ndarray:
     for i, t in enumerate(model.joint_types):
         if t == "free":
             s = model.v_index[i]
-            perm[s:s + 6] = np.r_[s + 3:s + 6, s:s + 3]
+            perm[s : s + 6] = np.r_[s + 3 : s + 6, s : s + 3]
     return perm
 
 
@@ -37,7 +37,7 @@ def _config_permutation(model, to_pin: bool) -> np.ndarray:
     for i, t in enumerate(model.joint_types):
         if t in ("spherical", "free"):
             s = model.q_index[i] + (3 if t == "free" else 0)  # start of the quaternion
-            perm[s:s + 4] = np.r_[s + 1:s + 4, s] if to_pin else np.r_[s + 3, s:s + 3]
+            perm[s : s + 4] = np.r_[s + 1 : s + 4, s] if to_pin else np.r_[s + 3, s : s + 3]
     return perm
 
 

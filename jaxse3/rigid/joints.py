@@ -1,4 +1,5 @@
-"""Joint models: configuration spaces, joint transforms and motion subspaces (seed 002 digest §1.2; docs/conventions.md).
+"""Joint models: configuration spaces, joint transforms and motion subspaces (seed 002 digest §1.2;
+docs/conventions.md).
 
 | type | q (nq) | v (nv) | pose of the child (joint) frame in the joint's parent-side frame |
 |---|---|---|---|
@@ -6,7 +7,8 @@
 | ``prismatic`` | displacement (1) | rate (1) | exp(ŝ q), s = (0, a) |
 | ``helical`` | angle (1) | rate (1) | exp(ŝ q), s = (a, h a) (pitch h: translation per radian) |
 | ``spherical`` | unit quaternion (w, x, y, z) (4) | body angular velocity ω (3) | (R(quat), 0) |
-| ``free`` | position p (3), then unit quaternion (w, x, y, z) (4) | body twist (ω, v) in the child frame (6) | (R(quat), p) |
+| ``free`` | position p (3), then unit quaternion (w, x, y, z) (4) | body twist (ω, v) in the child frame (6) |
+(R(quat), p) |
 
 The motion subspace S (6 × nv, constant in the child frame, S̊ = 0) is s for 1-DoF joints, ``[I₃; 0]`` for spherical
 and ``I₆`` for free joints, so the relative velocity in the child frame is ``S v`` and, for the Lie-group joints, the
@@ -21,8 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxse3.lie import se3 as _se3
-from jaxse3.lie import so3 as _so3
+from jaxse3.lie import se3 as _se3, so3 as _so3
 from jaxse3.rigid._spatial import skew
 
 JOINT_TYPES = ("revolute", "prismatic", "helical", "spherical", "free")
@@ -33,11 +34,13 @@ NV = {"revolute": 1, "prismatic": 1, "helical": 1, "spherical": 3, "free": 6}
 def quat_to_rotation(quat):
     """Rotation matrix of a unit quaternion (w, x, y, z) (Hamilton convention, active rotation)."""
     w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-    return jnp.stack([
-        jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
-        jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
-        jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]),
-    ])  # fmt: skip
+    return jnp.stack(
+        [
+            jnp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)]),
+            jnp.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)]),
+            jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]),
+        ]
+    )
 
 
 def quat_multiply(q1, q2):
@@ -48,7 +51,8 @@ def quat_multiply(q1, q2):
 
 
 def _half_angle_coefficients(t):
-    """cos(φ/2) and sin(φ/2)/φ as functions of t = φ², Taylor-switched so that values and derivatives are finite at 0."""
+    """cos(φ/2) and sin(φ/2)/φ as functions of t = φ², Taylor-switched so that values and derivatives are finite at
+    0."""
     small = t < 1e-2
     ts = jnp.where(small, 1.0, t)  # double-where: the closed form is never evaluated (nor differentiated) near 0
     phi = jnp.sqrt(ts)

@@ -11,7 +11,8 @@ API summary (all functions jit/vmap-able; float64 recommended; n = rod.n_dof, n_
         orders = 6 per-component orders (torsion, bend_y, bend_z, elongation, shear_y, shear_z), None = off
     Tendon(route(X, L) -> (y, z)); cdm_tendons(r_b, r_t, L)
 
-    forward_kinematics(rod, q) -> (n_p, 4, 4) poses at base, Gauss points, tip;  tip_pose -> (4, 4); tip_position -> (3,)
+    forward_kinematics(rod, q) -> (n_p, 4, 4) poses at base, Gauss points, tip;  tip_pose -> (4, 4); tip_position ->
+    (3,)
     body_jacobians(rod, q) -> (n_p, 6, n);  differential_kinematics(rod, q, qd) -> (g, J, eta, J_dot)
     inverse_dynamics(rod, q, qd, qdd) -> (n,)                    # M q̈ − F: inertia, Coriolis, gravity; custom_jvp
     inverse_dynamics_derivatives(rod, q, qd, qdd) -> (dID_dq, dID_dqd, M)
@@ -36,6 +37,15 @@ App. D), :mod:`forces` (tendons D60–D63, point wrenches (53)/(59), contact (57
 (9)), :mod:`model` (:class:`Rod`, :func:`cdm_rod`).
 """
 
+from jaxse3.rod import strain_field  # the SE(3) strain-field rod (seed 000 §2.3.2, §7)
+from jaxse3.rod._inverse_dynamics import (
+    ROD_RULE_CALLS,
+    RNEAResult,
+    inverse_dynamics,
+    inverse_dynamics_derivatives,
+    mass_matrix,
+    rnea,
+)
 from jaxse3.rod.basis import LegendreBasis, MonomialBasis, StrainBasis, UserBasis
 from jaxse3.rod.dynamics import (
     forward_dynamics,
@@ -55,14 +65,6 @@ from jaxse3.rod.forces import (
     internal_forces_derivatives,
 )
 from jaxse3.rod.geometry import CircularSection, Material, RectangularSection, gauss_points
-from jaxse3.rod._inverse_dynamics import (
-    ROD_RULE_CALLS,
-    RNEAResult,
-    inverse_dynamics,
-    inverse_dynamics_derivatives,
-    mass_matrix,
-    rnea,
-)
 from jaxse3.rod.kinematics import (
     body_jacobians,
     differential_kinematics,
@@ -72,14 +74,45 @@ from jaxse3.rod.kinematics import (
     tip_position,
 )
 from jaxse3.rod.model import Rod, cdm_rod
-from jaxse3.rod import strain_field  # the SE(3) strain-field rod (seed 000 §2.3.2, §7)
 from jaxse3.rod.strain_field import ChebyshevField, StrainFieldRod
 
 __all__ = [
-    "Rod", "cdm_rod", "strain_field", "ChebyshevField", "StrainFieldRod", "StrainBasis", "LegendreBasis", "MonomialBasis", "UserBasis", "CircularSection",
-    "RectangularSection", "Material", "gauss_points", "Tendon", "cdm_tendons", "Loads", "CylinderContact",
-    "forward_kinematics", "tip_pose", "tip_position", "body_jacobians", "differential_kinematics", "tangent_operator",
-    "inverse_dynamics", "inverse_dynamics_derivatives", "mass_matrix", "rnea", "RNEAResult", "ROD_RULE_CALLS",
-    "generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians",
-    "actuation_matrix", "actuation_derivative", "internal_forces", "internal_forces_derivatives", "external_wrenches",
-]  # fmt: skip
+    "Rod",
+    "cdm_rod",
+    "strain_field",
+    "ChebyshevField",
+    "StrainFieldRod",
+    "StrainBasis",
+    "LegendreBasis",
+    "MonomialBasis",
+    "UserBasis",
+    "CircularSection",
+    "RectangularSection",
+    "Material",
+    "gauss_points",
+    "Tendon",
+    "cdm_tendons",
+    "Loads",
+    "CylinderContact",
+    "forward_kinematics",
+    "tip_pose",
+    "tip_position",
+    "body_jacobians",
+    "differential_kinematics",
+    "tangent_operator",
+    "inverse_dynamics",
+    "inverse_dynamics_derivatives",
+    "mass_matrix",
+    "rnea",
+    "RNEAResult",
+    "ROD_RULE_CALLS",
+    "generalized_forces",
+    "generalized_forces_derivatives",
+    "forward_dynamics",
+    "forward_dynamics_jacobians",
+    "actuation_matrix",
+    "actuation_derivative",
+    "internal_forces",
+    "internal_forces_derivatives",
+    "external_wrenches",
+]

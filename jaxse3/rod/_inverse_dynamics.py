@@ -37,8 +37,14 @@ from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import check_state, joints
 from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
 
-__all__ = ["RNEAResult", "rnea", "inverse_dynamics", "inverse_dynamics_derivatives", "mass_matrix", "ROD_RULE_CALLS",
-           ]  # fmt: skip
+__all__ = [
+    "RNEAResult",
+    "rnea",
+    "inverse_dynamics",
+    "inverse_dynamics_derivatives",
+    "mass_matrix",
+    "ROD_RULE_CALLS",
+]
 
 #: The package's rule counter (:data:`jaxse3.lie.tangents.RULE_CALLS`), under the name the rod has always used; its
 #: keys "inverse_dynamics", "generalized_forces", "forward_dynamics" show that jax.jacfwd runs the rod's formulas.
@@ -60,8 +66,15 @@ def _coad_star(eta):  # ad*_η = −ad_ηᵀ
     return -se3.ad(eta).swapaxes(-1, -2)
 
 
-def rnea(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array, loads: Loads | None = None, level: str = "id",
-         inertia: bool = True) -> RNEAResult:  # fmt: skip
+def rnea(
+    rod,
+    q: jax.Array,
+    qd: jax.Array,
+    qdd: jax.Array,
+    loads: Loads | None = None,
+    level: str = "id",
+    inertia: bool = True,
+) -> RNEAResult:
     """Recursive Newton–Euler inverse dynamics with optional analytical derivatives (seed 003 §4, digest §2.2).
 
     Args:
@@ -98,8 +111,9 @@ def rnea(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array, loads: Loads | None =
             if deriv and inertia:
                 gloc = se3.Ad_inv(g) @ grav  # Ad⁻¹_{g_α} 𝓖
                 R = se3.ad(eta_p) @ S + dS_qd  # (20b)
-                Q = (se3.ad(etad_p) @ S + se3.ad(eta_p) @ R + se3.ad(eta) @ dS_qd + dSd_qd + dS_qdd
-                     - se3.ad(gloc) @ S)  # (20c), gravity sign corrected (digest §8)  # fmt: skip
+                Q = (
+                    se3.ad(etad_p) @ S + se3.ad(eta_p) @ R + se3.ad(eta) @ dS_qd + dSd_qd + dS_qdd - se3.ad(gloc) @ S
+                )  # (20c), gravity sign corrected (digest §8)
                 Y = R + se3.ad(eta) @ S + Sd  # (26)
                 parts.update(R=R, Q=Q, Y=Y)
                 out.update(R=R, Q=Q, Y=Y)
@@ -190,16 +204,18 @@ def rnea(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array, loads: Loads | None =
     tot = {k: jnp.sum(v, axis=0) for k, v in outs.items()}
     zeros = jnp.zeros((n, n), dtype)
     M = tot.get("M", zeros) if need_mass else None
-    return RNEAResult(tot["tau"], M, tot.get("dq", zeros) if deriv else None,
-                      tot.get("dqd", zeros) if deriv else None)  # fmt: skip
+    return RNEAResult(tot["tau"], M, tot.get("dq", zeros) if deriv else None, tot.get("dqd", zeros) if deriv else None)
 
 
 def _point_wrenches(Mk, g, eta, etad, grav):
     """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads."""
     Meta = jnp.einsum("kij,kj->ki", Mk, eta)
     gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(g), grav)
-    return (jnp.einsum("kij,kj->ki", Mk, etad) + jnp.einsum("kij,kj->ki", _coad_star(eta), Meta)
-            - jnp.einsum("kij,kj->ki", Mk, gloc))  # fmt: skip
+    return (
+        jnp.einsum("kij,kj->ki", Mk, etad)
+        + jnp.einsum("kij,kj->ki", _coad_star(eta), Meta)
+        - jnp.einsum("kij,kj->ki", Mk, gloc)
+    )
 
 
 def _rnea_tau(rod, q, qd, qdd, grav):
@@ -219,8 +235,11 @@ def _rnea_tau(rod, q, qd, qdd, grav):
         eta_p = eta + v
         return (g @ step, Ai @ eta_p, Ai @ (etad + acc + se3.ad(eta) @ v)), carry
 
-    last, hist = jax.lax.scan(forward, (rod.base_pose.astype(q.dtype), jnp.zeros(6, q.dtype), jnp.zeros(6, q.dtype)),
-                              (step, se3.Ad_inv(step), S_qd, S_acc))  # fmt: skip
+    last, hist = jax.lax.scan(
+        forward,
+        (rod.base_pose.astype(q.dtype), jnp.zeros(6, q.dtype), jnp.zeros(6, q.dtype)),
+        (step, se3.Ad_inv(step), S_qd, S_acc),
+    )
     g, eta, etad = (jnp.concatenate([h, l[None]], axis=0) for h, l in zip(hist, last))
     F = _point_wrenches(rod.inertia.astype(q.dtype), g, eta, etad, grav)
 
@@ -234,9 +253,11 @@ def _rnea_tau(rod, q, qd, qdd, grav):
     return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, rod.Phi_c, w, rod.h), axis=0)  # (14)
 
 
-def inverse_dynamics_derivatives(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array
-                                 ) -> tuple[jax.Array, jax.Array, jax.Array]:  # fmt: skip
-    """(∂ID/∂q, ∂ID/∂q̇, ∂ID/∂q̈ = M), each (n_dof, n_dof), in one forward and one backward pass (eqs. (23), (29), (34))."""
+def inverse_dynamics_derivatives(
+    rod, q: jax.Array, qd: jax.Array, qdd: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(∂ID/∂q, ∂ID/∂q̇, ∂ID/∂q̈ = M), each (n_dof, n_dof), in one forward and one backward pass (eqs. (23), (29),
+    (34))."""
     r = rnea(rod, q, qd, qdd, level="all")
     return r.dq, r.dqd, r.M
 

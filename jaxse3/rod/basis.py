@@ -1,6 +1,7 @@
 """Strain bases Φ(X) of the Geometric Variable Strain (GVS) model: ξ(X) = Φ(X) q + ξ*(X) (seed 003, eq. (1)).
 
-The six strain components are ordered angular first (docs/conventions.md): ``(torsion, bend y, bend z, elongation, shear y,
+The six strain components are ordered angular first (docs/conventions.md): ``(torsion, bend y, bend z, elongation,
+shear y,
 shear z)`` — the paper's order too (digest 003 §1.1). Each component gets its own polynomial order; order ``n`` gives
 ``n + 1`` modes and ``None`` switches the component off (Kirchhoff rods: no shear; inextensible Kirchhoff rods: angular
 components only). Φ(X) is block-diagonal: the modes of component i fill row i, components stacked in the order above.
@@ -15,7 +16,7 @@ A basis is a static object (its orders are structure); ``basis(X, length)`` eval
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax

@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
-from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
 from jaxse3.rod._inverse_dynamics import rnea
+from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
 from jaxse3.rod.kinematics import check_state
 
 __all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
@@ -46,8 +46,9 @@ def _tau_plain(rod, q, qd, u, loads):
     return tau
 
 
-def generalized_forces_derivatives(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
-                                   loads: Loads | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+def generalized_forces_derivatives(
+    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
+) -> tuple[jax.Array, jax.Array]:
     """(∂τ/∂q, ∂τ/∂q̇), each (n_dof, n_dof): D63 for the tendons, eqs. (55), (56), (59)–(61) for the loads."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
@@ -69,8 +70,9 @@ def _tau_jvp(primals, tangents):
 _tau = custom_rule("generalized_forces", _tau_plain, _tau_jvp)
 
 
-def generalized_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
-                       loads: Loads | None = None) -> jax.Array:  # fmt: skip
+def generalized_forces(
+    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
+) -> jax.Array:
     """τ = B(q) u − K q − D q̇ + Σ_k J_kᵀ 𝓕ext_k (seed 003 eq. (35) plus the external loads of §6), (n_dof,).
 
     Args:
@@ -100,12 +102,13 @@ def _fd_jacobians(rod, q, qd, u, loads):
     qdd, chol = _fd_parts(rod, q, qd, u, loads)
     r = rnea(rod, q, qd, qdd, loads=loads, level="all")  # ∂ID/∂(q, q̇) at q̈ = FD, loads included (−Σ Jᵀ𝓕ext)
     tq, tqd = internal_forces_derivatives(rod, q, qd, u)
-    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)  # noqa: E731
+    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
     return qdd, chol, solve(tq - r.dq), solve(tqd - r.dqd)
 
 
-def forward_dynamics_jacobians(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
-                               loads: Loads | None = None) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+def forward_dynamics_jacobians(
+    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
+) -> tuple[jax.Array, jax.Array]:
     """(∂FD/∂q, ∂FD/∂q̇), each (n_dof, n_dof) (seed 003 eqs. (7), (9))."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
@@ -126,8 +129,9 @@ def _fd_jvp(primals, tangents):
 _fd = custom_rule("forward_dynamics", _fd_plain, _fd_jvp)
 
 
-def forward_dynamics(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None,
-                     loads: Loads | None = None) -> jax.Array:  # fmt: skip
+def forward_dynamics(
+    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
+) -> jax.Array:
     """q̈ = FD(q, q̇, u) = M⁻¹(τ + F) (seed 003 eq. (4)), (n_dof,). Custom_jvp: eqs. (7), (9) and M⁻¹B."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)

@@ -30,7 +30,7 @@ distributed load.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -38,8 +38,18 @@ import jax.numpy as jnp
 
 from jaxse3 import se3, so3
 
-__all__ = ["Tendon", "cdm_tendons", "tendon_tangents", "actuation_matrix", "actuation_derivative", "internal_forces",
-           "internal_forces_derivatives", "Loads", "CylinderContact", "external_wrenches"]  # fmt: skip
+__all__ = [
+    "Tendon",
+    "cdm_tendons",
+    "tendon_tangents",
+    "actuation_matrix",
+    "actuation_derivative",
+    "internal_forces",
+    "internal_forces_derivatives",
+    "Loads",
+    "CylinderContact",
+    "external_wrenches",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------- tendons
@@ -130,8 +140,9 @@ def internal_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None
     return tau
 
 
-def internal_forces_derivatives(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None
-                                ) -> tuple[jax.Array, jax.Array]:  # fmt: skip
+def internal_forces_derivatives(
+    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
     """(∂τ_int/∂q, ∂τ_int/∂q̇) = (∂(Bu)/∂q − K, −D) (eq. (36))."""
     dq = -rod.stiffness
     if u is not None and rod.n_tendons:

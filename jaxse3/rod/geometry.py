@@ -17,15 +17,22 @@ argument; values traced by ``jit``/``vmap`` are not checked, so construction sta
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["CircularSection", "RectangularSection", "Material", "gauss_points", "screw_inertia", "screw_stiffness",
-           "screw_damping"]  # fmt: skip
+__all__ = [
+    "CircularSection",
+    "RectangularSection",
+    "Material",
+    "gauss_points",
+    "screw_inertia",
+    "screw_stiffness",
+    "screw_damping",
+]
 
 
 def _f(x) -> jax.Array:
@@ -68,8 +75,13 @@ class CircularSection(eqx.Module):
         else:
             check_values("CircularSection", "radius", radius, _positive, "positive")
             if radius_tip is not None:
-                check_values("CircularSection", "radius_tip", radius_tip, _positive, "positive (a taper to a point has "
-                             "no stiffness at the tip)")  # fmt: skip
+                check_values(
+                    "CircularSection",
+                    "radius_tip",
+                    radius_tip,
+                    _positive,
+                    "positive (a taper to a point has no stiffness at the tip)",
+                )
             self.radius, self.profile = _f(radius), None
             self.radius_tip = None if radius_tip is None else _f(radius_tip)
 

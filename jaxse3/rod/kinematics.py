@@ -29,8 +29,18 @@ import jax.numpy as jnp
 from jaxse3 import se3
 from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_Z
 
-__all__ = ["tangent_operator", "joint_twists", "forward_kinematics", "tip_pose", "tip_position", "body_jacobians",
-           "differential_kinematics", "Joints", "joints", "check_state"]  # fmt: skip
+__all__ = [
+    "tangent_operator",
+    "joint_twists",
+    "forward_kinematics",
+    "tip_pose",
+    "tip_position",
+    "body_jacobians",
+    "differential_kinematics",
+    "Joints",
+    "joints",
+    "check_state",
+]
 
 
 def tangent_operator(Omega: jax.Array) -> jax.Array:
@@ -100,8 +110,9 @@ class Joints(NamedTuple):
     dSd_qd: jax.Array | None  # (∂Ṡ/∂q) q̇ (6, n)         (C24)
 
 
-def joints(rod, q: jax.Array, qd: jax.Array | None = None, qdd: jax.Array | None = None, derivatives: bool = False
-           ) -> Joints:  # fmt: skip
+def joints(
+    rod, q: jax.Array, qd: jax.Array | None = None, qdd: jax.Array | None = None, derivatives: bool = False
+) -> Joints:
     """Joint quantities of every joint, vectorised over joints. ``qd`` gives Ṡ; ``derivatives`` the App. C terms."""
     order = rod.magnus_order
     Om, Z = joint_twists(rod, q)

@@ -26,8 +26,16 @@ import numpy as np
 
 from jaxse3 import se3
 
-__all__ = ["ORDERS", "collocation_nodes", "magnus_omega", "magnus_Z", "magnus_dZ", "magnus_dZT", "magnus_rates",
-           "magnus_ZT_apply"]
+__all__ = [
+    "ORDERS",
+    "collocation_nodes",
+    "magnus_omega",
+    "magnus_Z",
+    "magnus_dZ",
+    "magnus_dZT",
+    "magnus_rates",
+    "magnus_ZT_apply",
+]
 
 ORDERS = (2, 4)
 _S3 = math.sqrt(3.0)
@@ -76,8 +84,9 @@ def magnus_dZT(Phi_c: jax.Array, w: jax.Array, h: jax.Array, order: int) -> jax.
     return _c(h) * (Phi_c[1].T @ B @ Phi_c[0] - Phi_c[0].T @ B @ Phi_c[1])
 
 
-def magnus_rates(xi_c: jax.Array, xid_c: jax.Array, xidd_c: jax.Array, h: jax.Array, order: int
-                 ) -> tuple[jax.Array, jax.Array, jax.Array]:  # fmt: skip
+def magnus_rates(
+    xi_c: jax.Array, xid_c: jax.Array, xidd_c: jax.Array, h: jax.Array, order: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(Ω, Ω̇, Ω̈) of one interval from the strains ξ, ξ̇ = Φq̇, ξ̈ = Φq̈ at its collocation points ((n_c, 6) each):
     Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇ (C5, C8) by differentiating the bilinear (C1) twice in time."""
     if order == 2:
@@ -86,8 +95,9 @@ def magnus_rates(xi_c: jax.Array, xid_c: jax.Array, xidd_c: jax.Array, h: jax.Ar
     ad = se3.ad
     Om = h / 2 * (xi_c[0] + xi_c[1]) + c * ad(xi_c[0]) @ xi_c[1]
     Om_d = h / 2 * (xid_c[0] + xid_c[1]) + c * (ad(xid_c[0]) @ xi_c[1] + ad(xi_c[0]) @ xid_c[1])
-    Om_dd = h / 2 * (xidd_c[0] + xidd_c[1]) + c * (ad(xidd_c[0]) @ xi_c[1] + 2.0 * ad(xid_c[0]) @ xid_c[1]
-                                                   + ad(xi_c[0]) @ xidd_c[1])  # fmt: skip
+    Om_dd = h / 2 * (xidd_c[0] + xidd_c[1]) + c * (
+        ad(xidd_c[0]) @ xi_c[1] + 2.0 * ad(xid_c[0]) @ xid_c[1] + ad(xi_c[0]) @ xidd_c[1]
+    )
     return Om, Om_d, Om_dd
 
 
@@ -97,5 +107,6 @@ def magnus_ZT_apply(xi_c: jax.Array, Phi_c: jax.Array, w: jax.Array, h: jax.Arra
     if order == 2:
         return h * Phi_c[0].T @ w
     ad = se3.ad
-    return (h / 2 * (Phi_c[0] + Phi_c[1]).T @ w
-            + _c(h) * (Phi_c[1].T @ (ad(xi_c[0]).T @ w) - Phi_c[0].T @ (ad(xi_c[1]).T @ w)))  # fmt: skip
+    return h / 2 * (Phi_c[0] + Phi_c[1]).T @ w + _c(h) * (
+        Phi_c[1].T @ (ad(xi_c[0]).T @ w) - Phi_c[0].T @ (ad(xi_c[1]).T @ w)
+    )

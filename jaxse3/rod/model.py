@@ -15,7 +15,7 @@ rejected with a ValueError naming the argument wherever the values are concrete;
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
@@ -24,8 +24,15 @@ import numpy as np
 
 from jaxse3.rod.basis import LegendreBasis, StrainBasis, UserBasis
 from jaxse3.rod.forces import Tendon, cdm_tendons
-from jaxse3.rod.geometry import (CircularSection, Material, check_values, gauss_points, screw_damping, screw_inertia,
-                                 screw_stiffness)  # fmt: skip
+from jaxse3.rod.geometry import (
+    CircularSection,
+    Material,
+    check_values,
+    gauss_points,
+    screw_damping,
+    screw_inertia,
+    screw_stiffness,
+)
 from jaxse3.rod.magnus import collocation_nodes
 
 __all__ = ["Rod", "cdm_rod"]
@@ -82,9 +89,19 @@ class Rod(eqx.Module):
     n_tendons: int = eqx.field(static=True)
     magnus_order: int = eqx.field(static=True)
 
-    def __init__(self, length, section, material: Material, basis: StrainBasis, n_gauss: int = 5,
-                 magnus_order: int = 4, tendons: Sequence[Tendon] = (), gravity=(0.0, 0.0, -9.81), base_pose=None,
-                 xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT):  # fmt: skip
+    def __init__(
+        self,
+        length,
+        section,
+        material: Material,
+        basis: StrainBasis,
+        n_gauss: int = 5,
+        magnus_order: int = 4,
+        tendons: Sequence[Tendon] = (),
+        gravity=(0.0, 0.0, -9.81),
+        base_pose=None,
+        xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT,
+    ):
         f = jnp.result_type(float)
         if not isinstance(basis, StrainBasis):
             raise TypeError(f"Rod: 'basis' must be a StrainBasis (e.g. LegendreBasis), got {type(basis).__name__}")
@@ -95,9 +112,11 @@ class Rod(eqx.Module):
         check_values("Rod", "length", length, lambda v: v > 0, "positive")
         orders = [o for o in getattr(basis, "orders", ()) if o is not None]  # a polynomial basis
         if orders and isinstance(n_gauss, int) and n_gauss < max(orders) + 1:
-            raise ValueError(f"Rod: 'n_gauss' must be at least {max(orders) + 1} (highest order + 1) for "
-                             f"{type(basis).__name__}{basis.orders}, got {n_gauss}: with fewer Gauss points the "
-                             "stiffness matrix is singular")  # fmt: skip
+            raise ValueError(
+                f"Rod: 'n_gauss' must be at least {max(orders) + 1} (highest order + 1) for "
+                f"{type(basis).__name__}{basis.orders}, got {n_gauss}: with fewer Gauss points the "
+                "stiffness matrix is singular"
+            )
         X, w = gauss_points(n_gauss, L)
         h = jnp.diff(X)
         Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
@@ -108,20 +127,24 @@ class Rod(eqx.Module):
             ref = jnp.asarray(xi_star, f)
             if ref.shape != (6,):
                 raise ValueError(f"Rod: 'xi_star' must be a callable or have shape (6,), got {ref.shape}")
-            xs = lambda x: jnp.broadcast_to(ref, jnp.shape(x) + (6,))  # noqa: E731
+            xs = lambda x: jnp.broadcast_to(ref, jnp.shape(x) + (6,))
 
         self.length, self.X, self.weights, self.h = L, X, w, h
         self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
         if isinstance(basis, UserBasis) and not isinstance(self.Phi, jax.core.Tracer):
             rank = np.linalg.matrix_rank(np.asarray(self.Phi[1:-1]).reshape(-1, basis.n_dof))
             if rank < basis.n_dof:
-                raise ValueError(f"Rod: the UserBasis sampled at the n_gauss = {n_gauss} Gauss points has rank {rank} "
-                                 f"< n_dof = {basis.n_dof}, so the stiffness matrix is singular: increase 'n_gauss' "
-                                 "or use independent basis functions")  # fmt: skip
+                raise ValueError(
+                    f"Rod: the UserBasis sampled at the n_gauss = {n_gauss} Gauss points has rank {rank} "
+                    f"< n_dof = {basis.n_dof}, so the stiffness matrix is singular: increase 'n_gauss' "
+                    "or use independent basis functions"
+                )
         area = section.moments(X, L)[0]
         if not isinstance(area, jax.core.Tracer) and not bool(jnp.all(area > 0)):
-            raise ValueError(f"Rod: 'section' must have a positive area at every computational point, got A = "
-                             f"{np.asarray(area)} at X = {np.asarray(X)}")  # fmt: skip
+            raise ValueError(
+                f"Rod: 'section' must have a positive area at every computational point, got A = "
+                f"{np.asarray(area)} at X = {np.asarray(X)}"
+            )
         self.xi_star, self.xi_star_c = xs(X), xs(Xc)
         self.inertia = w[:, None, None] * screw_inertia(section, material, X, L)
         wPhi = w[:, None, None] * self.Phi
@@ -147,8 +170,9 @@ class Rod(eqx.Module):
         self.magnus_order = int(magnus_order)
 
 
-def cdm_rod(n_gauss: int = 5, orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2), magnus_order: int = 4,
-            hanging: bool = True) -> Rod:  # fmt: skip
+def cdm_rod(
+    n_gauss: int = 5, orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2), magnus_order: int = 4, hanging: bool = True
+) -> Rod:
     """The cable-driven manipulator (CDM) of seed 003 §4.5 (digest §5.1), with its five cables (Table 2).
 
     L = 0.5 m; circular section, radius 3 cm → 1.5 cm (linear taper); E = 1 MPa, ν = 0.5, ρ = 1000 kg/m³,

@@ -26,8 +26,8 @@ Fields: a callable ``τ ↦ X(τ)`` (derivatives by nested forward-mode autodiff
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType, SimpleNamespace
-from typing import Callable
 
 import equinox as eqx
 import jax
@@ -39,9 +39,21 @@ from jaxse3.lie.shapes import as_float, batched
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero
 
 __all__ = [
-    "strain", "strain_rates", "energy_density", "energy_density_grad", "energy_density_hess", "field_derivatives",
-    "ChebyshevField", "StrainFieldRod", "energy", "energy_gradient", "energy_hessian", "field", "poses", "positions",
-]  # fmt: skip
+    "strain",
+    "strain_rates",
+    "energy_density",
+    "energy_density_grad",
+    "energy_density_hess",
+    "field_derivatives",
+    "ChebyshevField",
+    "StrainFieldRod",
+    "energy",
+    "energy_gradient",
+    "energy_hessian",
+    "field",
+    "poses",
+    "positions",
+]
 
 Array = jnp.ndarray
 
@@ -81,7 +93,8 @@ def strain_rates(X, dX, d2X, d3X, maps: ModuleType | SimpleNamespace = se3) -> A
         ``(..., 3, 6)``: rows χ, χ′, χ″.
     """
     core = batched("(6),(6),(6),(6)->(3,6)", ("X", "dX", "d2X", "d3X"), "strain_rates")(
-        lambda a, b, c, d: _strain_rates(a, b, c, d, maps))
+        lambda a, b, c, d: _strain_rates(a, b, c, d, maps)
+    )
     return core(X, dX, d2X, d3X)
 
 
@@ -126,13 +139,13 @@ def _local(X, P, K, chi0):
 
 
 def _grad_core(X, P, K, chi0):
-    D, e, _, a, J = _local(X, P, K, chi0)
+    D, _e, _, a, J = _local(X, P, K, chi0)
     return jnp.concatenate([J.T @ a, D.T @ a])
 
 
 def _hess_core(X, P, K, chi0):
     """12×12 Hessian in (X, X′): eq. (16) for the X-X block, plus the X′ and mixed blocks (module docstring)."""
-    D, e, Ks, a, J = _local(X, P, K, chi0)
+    D, _e, Ks, a, J = _local(X, P, K, chi0)
     G = jnp.concatenate([J, D], axis=1)  # ∂χ/∂(X, X′), 6×12
     Hxx = se3.dexp_hess.core(-X, a, P)  # H₄₇(−X; a, X′), no sign change (digest §4.2)
     Hxp = -se3.dexpT_jac.core(-X, a).T  # ∂²(aᵀ dexp_{−X} X′)/∂X∂X′, from eq. (39)
@@ -153,17 +166,23 @@ def _state_tangent(X, P, tX, tP):
 
 
 def _density_plain(X, P, K, chi0):
-    D, e, Ks, a, _ = _local(X, P, K, chi0)
+    _D, e, _Ks, a, _ = _local(X, P, K, chi0)
     return 0.5 * jnp.dot(e, a)
 
 
 def _density_jvp(primals, tangents):
     X, P, K, chi0 = primals
     tX, tP, tK, tc = tangents
-    D, e, Ks, a, _ = _local(X, P, K, chi0)
+    _D, e, _Ks, a, _ = _local(X, P, K, chi0)
     out = 0.5 * jnp.dot(e, a)
-    dv = accumulate(out, [(lambda t: jnp.dot(_grad_fn(X, P, K, chi0), t), _state_tangent(X, P, tX, tP)),
-                          (lambda t: 0.5 * jnp.dot(e, t @ e), tK), (lambda t: -jnp.dot(a, t), tc)])  # fmt: skip
+    dv = accumulate(
+        out,
+        [
+            (lambda t: jnp.dot(_grad_fn(X, P, K, chi0), t), _state_tangent(X, P, tX, tP)),
+            (lambda t: 0.5 * jnp.dot(e, t @ e), tK),
+            (lambda t: -jnp.dot(a, t), tc),
+        ],
+    )
     return out, dv
 
 
@@ -188,7 +207,8 @@ _SIG = "(6),(6),(6,6),(6)"
 _NAMES = ("X", "dX", "K", "chi0")
 
 energy_density = batched(_SIG + "->()", _NAMES, "energy_density")(_density_core)
-energy_density.__doc__ = """Hookean energy density ``V̄ = ½ (χ − χ₀)ᵀ K (χ − χ₀)``, ``χ = dexp_{−X} X′`` (seed 000 §2.3.2).
+energy_density.__doc__ = """Hookean energy density ``V̄ = ½ (χ − χ₀)ᵀ K (χ − χ₀)``, ``χ = dexp_{−X} X′`` (seed 000
+§2.3.2).
 
     Args:
         X, dX: ``(..., 6)`` field value and τ-derivative. K: ``(..., 6, 6)`` stiffness (symmetric part used).
@@ -258,7 +278,9 @@ class ChebyshevField(eqx.Module):
         """``X^(order)(τ)``: ``(..., 6)`` for coefficients ``(n_basis, 6)``."""
         (coeffs,) = as_float(coeffs)
         if coeffs.shape != (self.n_basis, 6):
-            raise ValueError(f"ChebyshevField: argument 'coeffs' must have shape ({self.n_basis}, 6), got {coeffs.shape}")
+            raise ValueError(
+                f"ChebyshevField: argument 'coeffs' must have shape ({self.n_basis}, 6), got {coeffs.shape}"
+            )
         return self.basis(tau, order) @ coeffs
 
 
@@ -298,9 +320,11 @@ class StrainFieldRod(eqx.Module):
         self.basis1 = field.basis(self.nodes, 1)
 
     @classmethod
-    def from_material(cls, length, E, G, area, I_y, I_z, J, degree: int, n_quad: int | None = None,
-                      shear_coefficient: float = 1.0) -> "StrainFieldRod":
-        """``K = diag(G J, E I_y, E I_z, E A, k G A, k G A)/L``, ``χ₀ = (0, 0, 0, L, 0, 0)``, clamped Chebyshev field."""
+    def from_material(
+        cls, length, E, G, area, I_y, I_z, J, degree: int, n_quad: int | None = None, shear_coefficient: float = 1.0
+    ) -> "StrainFieldRod":
+        """``K = diag(G J, E I_y, E I_z, E A, k G A, k G A)/L``, ``χ₀ = (0, 0, 0, L, 0, 0)``, clamped Chebyshev
+        field."""
         k = shear_coefficient
         K = jnp.diag(jnp.array([G * J, E * I_y, E * I_z, E * area, k * G * area, k * G * area])) / length
         chi0 = jnp.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]) * length
@@ -337,7 +361,8 @@ def energy_gradient(rod: StrainFieldRod, coeffs) -> Array:
     c = _check(rod, coeffs)
     g = energy_density_grad(rod.basis0 @ c, rod.basis1 @ c, rod.stiffness, rod.reference_strain)
     return jnp.einsum("q,qi,qa->ia", rod.weights, rod.basis0, g[:, :6]) + jnp.einsum(
-        "q,qi,qa->ia", rod.weights, rod.basis1, g[:, 6:])
+        "q,qi,qa->ia", rod.weights, rod.basis1, g[:, 6:]
+    )
 
 
 def energy_hessian(rod: StrainFieldRod, coeffs) -> Array:

@@ -4,7 +4,8 @@ Seed 003 §3: statics by Newton with the analytical Jacobian (eq. (13)), dynamic
 (Kvaerno) whose stages are solved by :class:`StepChord`, a chord iteration with one Jacobian per step taken from the
 models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs. (10)–(12); modified Newton, the
 Jacobian kept across steps), and explicit solvers for comparison. Batches run as vmapped chunks, Newmark batches as
-stacks of systems on one time grid (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter
+stacks of systems on one time grid (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics +
+residual of a parameter
 pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod.
 """
 
@@ -16,7 +17,19 @@ from jaxse3.sim.system import SampledInput, System, as_input, finite_difference,
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
-    "energy_statics", "System", "rod_system", "SampledInput", "as_input", "finite_difference", "simulate", "SOLVERS", "StepChord",
+    "energy_statics",
+    "System",
+    "rod_system",
+    "SampledInput",
+    "as_input",
+    "finite_difference",
+    "simulate",
+    "SOLVERS",
+    "StepChord",
     "Trajectory",
-    "solve_statics", "StaticsSolution", "simulate_batch", "solve_statics_batch", "stack",
-]  # fmt: skip
+    "solve_statics",
+    "StaticsSolution",
+    "simulate_batch",
+    "solve_statics_batch",
+    "stack",
+]

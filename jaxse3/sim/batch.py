@@ -8,7 +8,7 @@ unbatched are shared. The results carry the batch axis in front of every field.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax
@@ -76,8 +76,10 @@ def simulate_batch(
     traj = run(system, inputs, q0, batched, chunk_size, kwargs)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
         failed = int(jnp.sum(traj.result != 0))
-        raise RuntimeError(f"simulate_batch: {failed} of {traj.result.shape[0]} members failed ({traj.message}); "
-                           "pass throw=False to get the batch with each member's result code")  # fmt: skip
+        raise RuntimeError(
+            f"simulate_batch: {failed} of {traj.result.shape[0]} members failed ({traj.message}); "
+            "pass throw=False to get the batch with each member's result code"
+        )
     return traj
 
 
@@ -95,7 +97,7 @@ def _split(args: tuple, batched: tuple[bool, ...]):
 def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     if chunk_size is None:
         in_axes = tuple(batch_axes(x, b) for x, b in zip((system, inputs, q0), batched))
-        one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)  # noqa: E731
+        one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)
         return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
     mapped, rebuild = _split((system, inputs, q0), batched)
 
@@ -109,8 +111,12 @@ def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajecto
 def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     """Newmark: chunks of ``chunk_size`` members (the last one padded by repeating the last member), each integrated
     as one stack, one chunk after the other."""
-    sizes = {leaf.shape[0] for x, b in zip((system, inputs, q0), batched) if b
-             for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))}  # fmt: skip
+    sizes = {
+        leaf.shape[0]
+        for x, b in zip((system, inputs, q0), batched)
+        if b
+        for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))
+    }
     if len(sizes) != 1:
         raise ValueError(f"simulate_batch: the batched arguments have different batch sizes {sorted(sizes)}")
     (B,) = sizes
@@ -154,13 +160,15 @@ def solve_statics_batch(
     sol = _SOLVE_STATICS_BATCH(system, u, batch_system, kwargs)
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
         failed = int(jnp.sum(~sol.converged))
-        raise RuntimeError(f"solve_statics_batch: {failed} of {sol.converged.shape[0]} members did not converge; "
-                           "pass throw=False to inspect each member's result")  # fmt: skip
+        raise RuntimeError(
+            f"solve_statics_batch: {failed} of {sol.converged.shape[0]} members did not converge; "
+            "pass throw=False to inspect each member's result"
+        )
     return sol
 
 
 def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
-    one = lambda system, u: solve_statics(system, u, **kwargs)  # noqa: E731
+    one = lambda system, u: solve_statics(system, u, **kwargs)
     in_axes = (batch_axes(system, batch_system), None if u is None else 0)
     return eqx.filter_vmap(one, in_axes=in_axes)(system, u)
 
@@ -171,5 +179,6 @@ def _describe(system, inputs, q0, batched, chunk_size, kwargs) -> str:
 
 _SIMULATE_BATCH = Compiled(_simulate_batch, "simulate_batch", _describe, cacheable=True)
 _SIMULATE_STACKS = Compiled(_simulate_stacks, "simulate_batch", _describe, cacheable=True)
-_SOLVE_STATICS_BATCH = Compiled(_solve_statics_batch, "solve_statics_batch",
-                                lambda system, *rest: f"{system.n_dof} DoF", cacheable=True)  # fmt: skip
+_SOLVE_STATICS_BATCH = Compiled(
+    _solve_statics_batch, "solve_statics_batch", lambda system, *rest: f"{system.n_dof} DoF", cacheable=True
+)

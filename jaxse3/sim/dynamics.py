@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import diffrax
 import equinox as eqx
@@ -42,8 +43,12 @@ from jaxse3.sim.trajectory import Trajectory
 __all__ = ["simulate", "SOLVERS", "StepChord"]
 
 SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "tsit5", "dopri5")
-_ADAPTIVE = {"kvaerno5": diffrax.Kvaerno5, "kvaerno3": diffrax.Kvaerno3, "tsit5": diffrax.Tsit5,
-             "dopri5": diffrax.Dopri5}  # fmt: skip
+_ADAPTIVE = {
+    "kvaerno5": diffrax.Kvaerno5,
+    "kvaerno3": diffrax.Kvaerno3,
+    "tsit5": diffrax.Tsit5,
+    "dopri5": diffrax.Dopri5,
+}
 
 
 class _ChordState(eqx.Module):
@@ -84,12 +89,19 @@ class StepChord(optx.AbstractRootFinder):
         if "init_state" in options:
             return options["init_state"]
         diagonal = args[1]
-        jac = jax.lax.cond(diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y),
-                           lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y))  # fmt: skip
+        jac = jax.lax.cond(
+            diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y), lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y)
+        )
         operator = lx.PyTreeLinearOperator(jax.lax.stop_gradient(jac), jax.eval_shape(lambda: y), tags)
         inf = jnp.array(jnp.inf, jnp.result_type(*jax.tree.leaves(y)))
-        return _ChordState(operator, jax.lax.stop_gradient(self.linear_solver.init(operator, {})), inf, inf,
-                           optx.RESULTS.successful, jnp.array(0))  # fmt: skip
+        return _ChordState(
+            operator,
+            jax.lax.stop_gradient(self.linear_solver.init(operator, {})),
+            inf,
+            inf,
+            optx.RESULTS.successful,
+            jnp.array(0),
+        )
 
     def step(self, fn, y, args, options, state, tags):
         del options, tags
@@ -100,8 +112,14 @@ class StepChord(optx.AbstractRootFinder):
         dz = prod(sol.value, control)
         yi = jax.tree.map(lambda p, z: p + diagonal * z, y_partial, prod(new_y, control))
         size = self.norm(jax.tree.map(lambda d, v: diagonal * d / (self.atol + self.rtol * jnp.abs(v)), dz, yi))
-        new_state = _ChordState(state.operator, state.linear_state, jnp.asarray(size, state.diffsize.dtype),
-                                state.diffsize, optx.RESULTS.promote(sol.result), state.step + 1)  # fmt: skip
+        new_state = _ChordState(
+            state.operator,
+            state.linear_state,
+            jnp.asarray(size, state.diffsize.dtype),
+            state.diffsize,
+            optx.RESULTS.promote(sol.result),
+            state.step + 1,
+        )
         return new_y, new_state, aux
 
     def terminate(self, fn, y, args, options, state, tags):
@@ -109,7 +127,8 @@ class StepChord(optx.AbstractRootFinder):
         rate = state.diffsize / state.diffsize_prev
         factor = state.diffsize * rate / (1 - rate)
         converged = ((state.step >= 1) & (state.diffsize < self.tiny)) | (
-            (state.step >= 2) & (factor > 0) & (factor < self.kappa))  # fmt: skip
+            (state.step >= 2) & (factor > 0) & (factor < self.kappa)
+        )
         diverged = (state.step >= 2) & ~converged & (~jnp.isfinite(rate) | (rate > 2))
         failed = state.result != optx.RESULTS.successful
         result = optx.RESULTS.where(diverged, optx.RESULTS.nonlinear_divergence, optx.RESULTS.successful)
@@ -143,7 +162,7 @@ def _stacked(fn: Callable, axes) -> Callable:
 
     def stacked(t, q, qd, qdd, args):
         system, inputs, residual = args
-        one = lambda system, inputs, q, qd, qdd: fn(t, q, qd, qdd, (system, inputs, residual))  # noqa: E731
+        one = lambda system, inputs, q, qd, qdd: fn(t, q, qd, qdd, (system, inputs, residual))
         return eqx.filter_vmap(one, in_axes=(*axes, 0, 0, 0))(system, inputs, q, qd, qdd)
 
     return stacked
@@ -203,14 +222,33 @@ def simulate(
     a fixed step, whose discrete map is smooth in the parameters. ``simulate`` warns when it is differentiated with
     an adaptive solver at ``rtol > 1e−6``.
     """
-    return _checked_simulate("simulate", system, inputs, None, t_final=t_final, q0=q0, qd0=qd0, solver=solver,
-                             jacobian=jacobian, rtol=rtol, atol=atol, dt0=dt0, dt=dt, n_save=n_save,
-                             max_steps=max_steps, progress=progress, throw=throw)  # fmt: skip
+    return _checked_simulate(
+        "simulate",
+        system,
+        inputs,
+        None,
+        t_final=t_final,
+        q0=q0,
+        qd0=qd0,
+        solver=solver,
+        jacobian=jacobian,
+        rtol=rtol,
+        atol=atol,
+        dt0=dt0,
+        dt=dt,
+        n_save=n_save,
+        max_steps=max_steps,
+        progress=progress,
+        throw=throw,
+    )
 
 
 #: the keyword arguments of :func:`simulate` with their defaults
-DEFAULTS = {k: p.default for k, p in inspect.signature(simulate).parameters.items()
-            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}  # fmt: skip
+DEFAULTS = {
+    k: p.default
+    for k, p in inspect.signature(simulate).parameters.items()
+    if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+}
 
 
 def batch_axes(x, batched: bool):
@@ -228,8 +266,26 @@ def simulate_stack(system: System, inputs, batched: tuple[bool, bool], **kwargs)
     return _checked_simulate("simulate_batch", system, inputs, batched, **kw)
 
 
-def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, jacobian, rtol, atol, dt0, dt, n_save,
-                      max_steps, progress, throw) -> Trajectory:  # fmt: skip
+def _checked_simulate(
+    who,
+    system,
+    inputs,
+    stack,
+    *,
+    t_final,
+    q0,
+    qd0,
+    solver,
+    jacobian,
+    rtol,
+    atol,
+    dt0,
+    dt,
+    n_save,
+    max_steps,
+    progress,
+    throw,
+) -> Trajectory:
     """:func:`simulate` after checking the arguments; for a Newmark stack, ``stack = (batch_system, batch_inputs)``
     and ``q0``, ``qd0`` are (B, n)."""
     if solver not in SOLVERS:
@@ -249,9 +305,12 @@ def _checked_simulate(who, system, inputs, stack, *, t_final, q0, qd0, solver, j
     q0 = jnp.asarray(np.zeros(shape, f)) if q0 is None else jnp.asarray(q0, dtype=f)  # numpy: no eager compile
     qd0 = jnp.asarray(np.zeros(shape, f)) if qd0 is None else jnp.asarray(qd0, dtype=f)
     if solver != "newmark" and _concrete(rtol) and rtol > 1e-6 and _differentiated((system, inputs, q0, qd0, t_final)):
-        warnings.warn(f"{who}: differentiating an adaptive solve at rtol={rtol:g}: the gradient follows the solver's "
-                      "steps and matches the true sensitivity only to about rtol (2 % for the CDM at 1e-3); use "
-                      "rtol <= 1e-8 or solver='newmark' for gradients you can trust", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{who}: differentiating an adaptive solve at rtol={rtol:g}: the gradient follows the solver's "
+            "steps and matches the true sensitivity only to about rtol (2 % for the CDM at 1e-3); use "
+            "rtol <= 1e-8 or solver='newmark' for gradients you can trust",
+            stacklevel=3,
+        )
     for name, v in (("q0", q0), ("qd0", qd0)):
         if v.shape != shape:
             raise ValueError(f"{who}: {name} must have shape {shape}, got {v.shape}")
@@ -305,7 +364,8 @@ class _RememberStep(diffrax.AbstractAdaptiveStepSizeController):
 
     def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state):
         keep, tprev, tnext, jump, state, result = self.inner.adapt_step_size(
-            t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state[0])
+            t0, t1, y0, y1_candidate, args, y_error, error_order, controller_state[0]
+        )
         return keep, tprev, tnext, jump, (state, tnext - tprev), result
 
     def clip_to_end(self, *args):  # pragma: no cover - not used for ODEs
@@ -376,10 +436,22 @@ def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
     at ``ts[1:]`` (NaN after a failure). No host callback: the program can enter the persistent cache."""
     term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
     saveat = diffrax.SaveAt(ts=ts[1:], solver_state=True, controller_state=True, made_jump=True)
-    sol = diffrax.diffeqsolve(term, method, ts[0], ts[-1], carry.dt, carry.y, args=args, saveat=saveat,
-                              stepsize_controller=controller, max_steps=cfg.max_steps, throw=False,
-                              solver_state=carry.solver_state, controller_state=carry.controller_state,
-                              made_jump=carry.made_jump)  # fmt: skip
+    sol = diffrax.diffeqsolve(
+        term,
+        method,
+        ts[0],
+        ts[-1],
+        carry.dt,
+        carry.y,
+        args=args,
+        saveat=saveat,
+        stepsize_controller=controller,
+        max_steps=cfg.max_steps,
+        throw=False,
+        solver_state=carry.solver_state,
+        controller_state=carry.controller_state,
+        made_jump=carry.made_jump,
+    )
     steps = carry.num_steps + sol.stats["num_steps"]
     code = jnp.where(steps > cfg.max_steps, diffrax.RESULTS.max_steps_reached._value, sol.result._value)
     failed_before = carry.result != 0
@@ -397,7 +469,7 @@ def _points(system, axes, q):
     """World centreline points (T, [B,] n_points, 3) of a motion q (T, [B,] n)."""
     if axes is None:
         return jax.vmap(lambda q: system.points(system.params, q))(q)
-    one = lambda system, q: jax.vmap(lambda q: system.points(system.params, q))(q)  # noqa: E731
+    one = lambda system, q: jax.vmap(lambda q: system.points(system.params, q))(q)
     return eqx.filter_vmap(one, in_axes=(axes[0], 1), out_axes=1)(system, q)
 
 
@@ -418,8 +490,23 @@ def segment_length(n_save: int, max_segments: int = 20) -> int:
     return next(d for d in range(1, n + 1) if n % d == 0 and n // d <= max_segments)
 
 
-def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg: _Config, progress: bool,
-         throw: bool, who: str) -> Trajectory:  # fmt: skip
+def _run(
+    system,
+    inputs,
+    axes,
+    q0,
+    qd0,
+    t_final,
+    rtol,
+    atol,
+    dt0,
+    dt,
+    n_save,
+    cfg: _Config,
+    progress: bool,
+    throw: bool,
+    who: str,
+) -> Trajectory:
     """Integrate segment by segment. Called with concrete arrays, the segments are driven from Python (a progress
     bar between them; the compiled programs hold no host callback, so they enter JAX's persistent cache); inside a
     trace (``jit``/``vmap``/``grad`` of the caller) the same segments run in a ``lax.scan``."""
@@ -436,10 +523,11 @@ def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cf
         carry, points0, u = _START(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg)
         if traced:
             announce_trace("simulate", _describe(system, inputs, axes, cfg))
-            segment = lambda c, w: _segment(system, inputs, axes, c, w, rtol, atol, cfg)  # noqa: E731
+            segment = lambda c, w: _segment(system, inputs, axes, c, w, rtol, atol, cfg)
             carry, outs = jax.lax.scan(segment, carry, windows)
-            q, qd, points = (jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])])
-                             for a, b in zip((q0, qd0, points0), outs))  # fmt: skip
+            q, qd, points = (
+                jnp.concatenate([a[None], b.reshape(-1, *b.shape[2:])]) for a, b in zip((q0, qd0, points0), outs)
+            )
             return _assemble(axes, ts, q, qd, u, points, carry.num_steps, carry.result)
         u_host = np.asarray(u)
         bad = ~np.isfinite(u_host).reshape(u_host.shape[0], -1).all(axis=1)
@@ -463,12 +551,21 @@ def _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cf
     q, qd, points = (np.concatenate(x) for x in zip(*outs))
     q, qd, points = (np.concatenate([x, np.full((n_save - len(x), *x.shape[1:]), np.nan)]) for x in (q, qd, points))
     if axes is None:  # assembled on the host (no eager compilation), then moved to the device
-        host = Trajectory(t=np.asarray(ts), q=q, qd=qd, u=u_host, points=points, tip=points[:, -1],
-                          num_steps=np.asarray(carry.num_steps), result=np.asarray(carry.result))  # fmt: skip
+        host = Trajectory(
+            t=np.asarray(ts),
+            q=q,
+            qd=qd,
+            u=u_host,
+            points=points,
+            tip=points[:, -1],
+            num_steps=np.asarray(carry.num_steps),
+            result=np.asarray(carry.result),
+        )
         traj = jax.tree.map(jnp.asarray, host)
     else:
-        traj = _assemble(axes, ts, *(jnp.asarray(x) for x in (q, qd)), u, jnp.asarray(points), carry.num_steps,
-                         carry.result)  # fmt: skip
+        traj = _assemble(
+            axes, ts, *(jnp.asarray(x) for x in (q, qd)), u, jnp.asarray(points), carry.num_steps, carry.result
+        )
     if throw and int(carry.result) != 0:
         raise RuntimeError(_failure_message(who, traj, cfg))
     return traj
@@ -481,8 +578,16 @@ def _assemble(axes, ts, q, qd, u, points, num_steps, result) -> Trajectory:
         return Trajectory(t=ts, q=q, qd=qd, u=u, points=points, tip=points[:, -1], num_steps=num_steps, result=result)
     q, qd, points = (jnp.moveaxis(x, 1, 0) for x in (q, qd, points))
     B = q.shape[0]
-    return Trajectory(t=jnp.broadcast_to(ts, (B, *ts.shape)), q=q, qd=qd, u=u, points=points, tip=points[:, :, -1],
-                      num_steps=jnp.broadcast_to(num_steps, (B,)), result=jnp.broadcast_to(result, (B,)))  # fmt: skip
+    return Trajectory(
+        t=jnp.broadcast_to(ts, (B, *ts.shape)),
+        q=q,
+        qd=qd,
+        u=u,
+        points=points,
+        tip=points[:, :, -1],
+        num_steps=jnp.broadcast_to(num_steps, (B,)),
+        result=jnp.broadcast_to(result, (B,)),
+    )
 
 
 def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
@@ -493,15 +598,17 @@ def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
     reached = float(t[ok][-1]) if ok.any() else 0.0
     text = f"{who}: the {cfg.solver} solver failed after t = {reached:g} s: {traj.message}"
     if int(np.ravel(traj.result)[0]) == int(diffrax.RESULTS.max_steps_reached._value):
-        text += (" The state or the inputs may have become non-finite (check `inputs` and the model), or the motion "
-                 "needs more steps: raise `max_steps` or loosen `rtol`/`atol`.")  # fmt: skip
+        text += (
+            " The state or the inputs may have become non-finite (check `inputs` and the model), or the motion "
+            "needs more steps: raise `max_steps` or loosen `rtol`/`atol`."
+        )
     return text + " Pass throw=False to get the partial Trajectory (NaN after the failure, with its result code)."
 
 
 def _progress_bar(progress: bool, total: float):
     if not progress:
         return None
-    from tqdm.auto import tqdm  # noqa: PLC0415
+    from tqdm.auto import tqdm
 
     bar_format = "{l_bar}{bar}| {n:.3g}/{total:.3g} s [{elapsed}<{remaining}]"
     return tqdm(total=total, unit="s", desc="simulate", bar_format=bar_format)

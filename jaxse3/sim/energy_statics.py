@@ -21,7 +21,7 @@ spatial moment ``dexp_{x(1)}⁻ᵀ M`` — a fixed spatial moment is not conserv
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -123,7 +123,7 @@ class NewtonMinimiser(eqx.Module):
         """Minimise ``fn(y, args)`` from ``y0`` (an array of any shape)."""
         y0 = jnp.asarray(y0)
         shape = y0.shape
-        f = lambda v: fn(v.reshape(shape), args)  # noqa: E731
+        f = lambda v: fn(v.reshape(shape), args)
         vg = jax.value_and_grad(f)
         hess = jax.hessian(f)
         dtype = y0.dtype
@@ -167,7 +167,7 @@ class NewtonMinimiser(eqx.Module):
                 return k + 1, alpha, fn_, gn
 
             fn1, g1 = vg(v + d)
-            k, alpha, fn_, gn = jax.lax.while_loop(cond, body, (0, jnp.ones((), dtype), fn1, g1))
+            _k, alpha, fn_, gn = jax.lax.while_loop(cond, body, (0, jnp.ones((), dtype), fn1, g1))
             return alpha, fn_, gn, accept(alpha, fn_, gn)
 
         def cond(s):
@@ -180,18 +180,25 @@ class NewtonMinimiser(eqx.Module):
             v = jnp.where(ok, s["v"] + alpha * d, s["v"])
             rn = jnp.linalg.norm(gn)
             result = jnp.where(
-                ~finite_h | ~jnp.all(jnp.isfinite(d)), 3,
-                jnp.where(~ok, 2, jnp.where(rn <= tol, 0, jnp.where(k >= self.max_steps, 1, -1))))
-            return dict(v=v, f=jnp.where(ok, fn_, s["f"]), g=jnp.where(ok, gn, s["g"]), k=k, result=result,
-                        res=s["res"].at[k].set(jnp.where(ok, rn, jnp.nan)),
-                        en=s["en"].at[k].set(jnp.where(ok, fn_, jnp.nan)),
-                        steps=s["steps"].at[k].set(alpha))
+                ~finite_h | ~jnp.all(jnp.isfinite(d)),
+                3,
+                jnp.where(~ok, 2, jnp.where(rn <= tol, 0, jnp.where(k >= self.max_steps, 1, -1))),
+            )
+            return dict(
+                v=v,
+                f=jnp.where(ok, fn_, s["f"]),
+                g=jnp.where(ok, gn, s["g"]),
+                k=k,
+                result=result,
+                res=s["res"].at[k].set(jnp.where(ok, rn, jnp.nan)),
+                en=s["en"].at[k].set(jnp.where(ok, fn_, jnp.nan)),
+                steps=s["steps"].at[k].set(alpha),
+            )
 
         start = jnp.where(~jnp.isfinite(f0) | ~jnp.all(jnp.isfinite(g0)), 3, jnp.where(r0 <= tol, 0, -1))
         if self.max_steps == 0:
             start = jnp.where(start < 0, 1, start)
-        s = dict(v=v0, f=f0, g=g0, k=jnp.array(0), result=start, res=nan.at[0].set(r0), en=nan.at[0].set(f0),
-                 steps=nan)
+        s = dict(v=v0, f=f0, g=g0, k=jnp.array(0), result=start, res=nan.at[0].set(r0), en=nan.at[0].set(f0), steps=nan)
         s = jax.lax.while_loop(cond, body, s)
         value = s["v"].reshape(shape)
         if throw:
@@ -199,8 +206,14 @@ class NewtonMinimiser(eqx.Module):
         return NewtonResult(value, s["res"], s["en"], s["steps"], s["k"], s["result"].astype(jnp.int32))
 
 
-def solve_statics(rod: StrainFieldRod, loads: RodLoads, coeffs0=None, solver: NewtonMinimiser = NewtonMinimiser(),
-                  throw: bool = True, elastic: Callable = energy) -> NewtonResult:
+def solve_statics(
+    rod: StrainFieldRod,
+    loads: RodLoads,
+    coeffs0=None,
+    solver: NewtonMinimiser = NewtonMinimiser(),
+    throw: bool = True,
+    elastic: Callable = energy,
+) -> NewtonResult:
     """Static equilibrium of the clamped strain-field rod under ``loads``: ``argmin_c Π(c)`` by Newton's method with
     the exact (closed-form) Hessian.
 

@@ -50,8 +50,11 @@ class PulseInputs(eqx.Module):
 
 def cdm_tensions(scale: float = 1.0) -> PulseInputs:
     """The default CDM tension profiles (module docstring table), peaks multiplied by ``scale``."""
-    return PulseInputs(start=jnp.array([0.0, 2.0, 4.0, 6.0, 1.0]), width=jnp.full(5, 4.0),
-                       peak=scale * jnp.array([20.0, 20.0, 20.0, 10.0, 10.0]))  # fmt: skip
+    return PulseInputs(
+        start=jnp.array([0.0, 2.0, 4.0, 6.0, 1.0]),
+        width=jnp.full(5, 4.0),
+        peak=scale * jnp.array([20.0, 20.0, 20.0, 10.0, 10.0]),
+    )
 
 
 def cdm_system(n_gauss: int = 5) -> System:

@@ -166,8 +166,10 @@ def solve_statics(
     # compile is announced), and the failure raised from here
     sol = _SOLVE(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, False)
     if throw and not bool(sol.converged):
-        raise RuntimeError(f"solve_statics: {sol.message} (residual {float(sol.residual_norm):.3g} after "
-                           f"{int(sol.num_steps)} Newton iterations). Pass throw=False to inspect the solution.")
+        raise RuntimeError(
+            f"solve_statics: {sol.message} (residual {float(sol.residual_norm):.3g} after "
+            f"{int(sol.num_steps)} Newton iterations). Pass throw=False to inspect the solution."
+        )
     return sol
 
 
@@ -178,7 +180,7 @@ def _scaled_params(params, lam: jax.Array):
     rod, loads = params
     rod = eqx.tree_at(lambda r: r.gravity, rod, lam * rod.gravity)
     if loads is not None:
-        scale = lambda w: None if w is None else lam * w  # noqa: E731
+        scale = lambda w: None if w is None else lam * w
         loads = Loads(local=scale(loads.local), world=scale(loads.world), contact=loads.contact)
     return rod, loads
 
@@ -248,23 +250,41 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) ->
     constants = jax.lax.stop_gradient((system, u, q0))
 
     def newton(q, lam):
-        return _newton(lambda q: _residual(q, constants[0], constants[1], lam, residual), q, rtol, atol, max_steps,
-                       contractive=load_steps is None)  # fmt: skip
+        return _newton(
+            lambda q: _residual(q, constants[0], constants[1], lam, residual),
+            q,
+            rtol,
+            atol,
+            max_steps,
+            contractive=load_steps is None,
+        )
 
     if load_steps is None:
         q, result, steps, fractions, taken, J = _adaptive(newton, constants[2], rtol, atol)
     else:
         q, result, steps, fractions, taken, J = _fixed(newton, constants[2], load_steps)
-    q = jax.lax.custom_root(lambda q: _residual(q, system, u, one, residual), q, lambda _, q: q,
-                            lambda linear, rhs: jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs))  # fmt: skip
+    q = jax.lax.custom_root(
+        lambda q: _residual(q, system, u, one, residual),
+        q,
+        lambda _, q: q,
+        lambda linear, rhs: jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs),
+    )
     ok = result == StaticsResults.successful
     res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, system.residual)))
     stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T))))
     if throw:
         q = result.error_if(q, ~ok)
-    return StaticsSolution(q=q, result=result, converged=ok, residual_norm=res_norm, num_steps=steps,
-                           tip=system.tip(q), load_fractions=fractions, load_steps_taken=taken,
-                           stable=stable)  # fmt: skip
+    return StaticsSolution(
+        q=q,
+        result=result,
+        converged=ok,
+        residual_norm=res_norm,
+        num_steps=steps,
+        tip=system.tip(q),
+        load_fractions=fractions,
+        load_steps_taken=taken,
+        stable=stable,
+    )
 
 
 _SOLVE = Compiled(_solve, "solve_statics", lambda system, *rest: f"{system.n_dof} DoF", cacheable=True)
@@ -312,8 +332,16 @@ def _adaptive(newton, q0, rtol, atol):
             jnp.where(accept, sol.jacobian, J),
         )
 
-    init = (jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype), q0, jnp.array(0), jnp.zeros(_MAX_LOAD_STEPS, dtype),
-            jnp.array(0), jnp.array(0), jnp.zeros((n, n), dtype))  # fmt: skip
+    init = (
+        jnp.asarray(0.0, dtype),
+        jnp.asarray(1.0, dtype),
+        q0,
+        jnp.array(0),
+        jnp.zeros(_MAX_LOAD_STEPS, dtype),
+        jnp.array(0),
+        jnp.array(0),
+        jnp.zeros((n, n), dtype),
+    )
     lam, _, q, steps, fractions, taken, _, J = jax.lax.while_loop(keep_going, attempt, init)
     result = StaticsResults.where(lam >= 1, StaticsResults.successful, StaticsResults.load_continuation_stalled)
     return q, result, steps, fractions, taken, J

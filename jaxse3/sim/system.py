@@ -8,7 +8,8 @@ A :class:`System` is the second-order model of seed 003 eq. (4), M(q) q̈ = τ(q
 
 both written as plain functions of a parameter pytree (the rod model), so that a batch of systems of the same topology
 is one pytree with leading axes and one compilation serves it (:mod:`jaxse3.sim.batch`). The functions' derivatives are
-whatever ``jax.jvp`` finds: for a rod, the analytical ``custom_jvp`` rules of :mod:`jaxse3.rod`. :func:`finite_difference`
+whatever ``jax.jvp`` finds: for a rod, the analytical ``custom_jvp`` rules of :mod:`jaxse3.rod`.
+:func:`finite_difference`
 swaps them for forward differences (seed 003 eq. (38), ε = 1e−6), the baseline of the paper's Table 3.
 
 :func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact).
@@ -19,7 +20,8 @@ sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import diffrax
 import equinox as eqx
@@ -159,8 +161,9 @@ def finite_difference(fn: Callable, eps: float = 1e-6) -> Callable:
     @wrapped.defjvp
     def _jvp(primals, tangents):
         y = fn(*primals)
-        shifted = jax.tree.map(lambda x, v: x + eps * v if jnp.issubdtype(jnp.result_type(x), jnp.inexact) else x,
-                               primals, tangents)  # fmt: skip
+        shifted = jax.tree.map(
+            lambda x, v: x + eps * v if jnp.issubdtype(jnp.result_type(x), jnp.inexact) else x, primals, tangents
+        )
         return y, jax.tree.map(lambda a, b: (a - b) / eps, fn(*shifted), y)
 
     return wrapped

@@ -20,8 +20,16 @@ import numpy as np
 __all__ = ["Trajectory"]
 
 #: units of the fields (rod coordinates are strain-basis amplitudes; their units depend on the basis)
-UNITS = {"t": "s", "q": "generalised coordinates", "qd": "generalised velocities (per s)", "u": "inputs (N for cables)",
-         "points": "m (world)", "tip": "m (world)", "num_steps": "count", "result": "diffrax.RESULTS code"}  # fmt: skip
+UNITS = {
+    "t": "s",
+    "q": "generalised coordinates",
+    "qd": "generalised velocities (per s)",
+    "u": "inputs (N for cables)",
+    "points": "m (world)",
+    "tip": "m (world)",
+    "num_steps": "count",
+    "result": "diffrax.RESULTS code",
+}
 
 
 def _npz(path: str | os.PathLike) -> str:

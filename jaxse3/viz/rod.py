@@ -13,8 +13,8 @@ import matplotlib
 if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
     matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 __all__ = ["plot_shapes", "plot_tip_path", "plot_trajectory"]
 
@@ -35,7 +35,8 @@ def _equal(ax, pts: np.ndarray) -> None:
 
 
 def plot_shapes(points, ax=None, labels=None, cmap: str = "viridis"):
-    """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points; returns the axes."""
+    """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points; returns the
+    axes."""
     pts = np.asarray(points, dtype=float)
     pts = pts[None] if pts.ndim == 2 else pts
     if pts.ndim != 3 or pts.shape[-1] != 3:

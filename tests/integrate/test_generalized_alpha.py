@@ -59,13 +59,16 @@ TERMS = {
     # free body on SE(3) (CoM frame, body twist (ω, u)), same joint: Φ = r − R X
     "se3": LieGroupMechanicalTerm(
         lambda q, m: _block_mass(m),
-        lambda t, q, v, m: jnp.concatenate([
-            jnp.cross(v[:3], jnp.asarray(J_COM) @ v[:3]),
-            m * jnp.cross(v[:3], v[3:]) - m * q[:3, :3].T @ jnp.asarray(G_VEC)]),
+        lambda t, q, v, m: jnp.concatenate(
+            [
+                jnp.cross(v[:3], jnp.asarray(J_COM) @ v[:3]),
+                m * jnp.cross(v[:3], v[3:]) - m * q[:3, :3].T @ jnp.asarray(G_VEC),
+            ]
+        ),
         ("SE3",),
         constraint=lambda q, m: q[:3, 3] - q[:3, :3] @ jnp.asarray(X_COM),
     ),
-}  # fmt: skip
+}
 
 
 def initial_state(model, omega0):
@@ -92,7 +95,7 @@ def invariants(R, W, m):
     return energy, mom
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def runner(model: str, coordinate_map: str, tangent_operator: bool = True, max_iters: int = 20):
     """Jitted solve: (h, t1, ρ∞, tol, Ω0, m) -> (ys at 11 equispaced times, Newton stats, success)."""
     term = TERMS[model]
@@ -100,8 +103,9 @@ def runner(model: str, coordinate_map: str, tangent_operator: bool = True, max_i
     def run(h, t1, rho, tol, omega0, m):
         solver = GeneralizedAlpha(rho, coordinate_map, tangent_operator, tol, max_iters)
         saveat = diffrax.SaveAt(ts=t1 * jnp.linspace(0.0, 1.0, 11), solver_state=True)
-        sol = diffrax.diffeqsolve(term, solver, 0.0, t1, h, initial_state(model, omega0), args=m, saveat=saveat,
-                                  max_steps=20000, throw=False)
+        sol = diffrax.diffeqsolve(
+            term, solver, 0.0, t1, h, initial_state(model, omega0), args=m, saveat=saveat, max_steps=20000, throw=False
+        )
         return sol.ys, newton_statistics(sol), sol.result == diffrax.RESULTS.successful
 
     return jax.jit(run)
@@ -112,7 +116,7 @@ def solve(model, cm, h, t1=1.0, rho=0.9, tol=1e-12, omega0=OMEGA0, m=M_TOP, **kw
     return ys, stats, bool(ok)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(t1: float = 1.0, m: float = M_TOP):
     """DOP853 on the plain matrix ODE Ṙ = RΩ̃, J0Ω̇ = −Ω×J0Ω + mX×(Rᵀg), rtol = atol = 1e-13."""
     J0 = np.asarray(pivot_inertia(m))
@@ -124,8 +128,9 @@ def reference(t1: float = 1.0, m: float = M_TOP):
         return np.concatenate([(R @ Wt).ravel(), dW])
 
     ts = np.linspace(0.0, t1, 11)
-    sol = solve_ivp(rhs, (0.0, t1), np.concatenate([np.eye(3).ravel(), OMEGA0]), method="DOP853", rtol=1e-13,
-                    atol=1e-13, t_eval=ts)
+    sol = solve_ivp(
+        rhs, (0.0, t1), np.concatenate([np.eye(3).ravel(), OMEGA0]), method="DOP853", rtol=1e-13, atol=1e-13, t_eval=ts
+    )
     return sol.y[:9].T.reshape(-1, 3, 3), sol.y[9:].T
 
 
@@ -201,7 +206,7 @@ def test_constrained_top_matches_fixed_pivot(model):
     """Index-3 spherical joint: Φ at the Newton tolerance, and the same motion as the fixed-pivot top (order 2)."""
     errs = []
     for h in STEPS[:2]:
-        ys, stats, ok = solve(model, "exp", h, t1=0.5)
+        ys, _stats, ok = solve(model, "exp", h, t1=0.5)
         assert ok
         q = ys[0]
         phi = np.asarray(jax.vmap(lambda qi: TERMS[model].constraint(qi, M_TOP))(q))
@@ -209,8 +214,13 @@ def test_constrained_top_matches_fixed_pivot(model):
         ys_p, _, _ = solve("pivot", "exp", h, t1=0.5)
         Rref, Wref = reference(0.5)
         R = np.asarray(rotation_of(model, q))
-        errs.append([np.linalg.norm(R[-1] - Rref[-1], 2), np.linalg.norm(np.asarray(ys[1])[-1, :3] - Wref[-1]),
-                     np.linalg.norm(np.asarray(ys_p[1])[-1] - Wref[-1])])
+        errs.append(
+            [
+                np.linalg.norm(R[-1] - Rref[-1], 2),
+                np.linalg.norm(np.asarray(ys[1])[-1, :3] - Wref[-1]),
+                np.linalg.norm(np.asarray(ys_p[1])[-1] - Wref[-1]),
+            ]
+        )
     errs = np.array(errs)
     assert np.all(errs[:, 1] < 3.0 * errs[:, 2]), errs  # same accuracy class as the fixed-pivot formulation
     np.testing.assert_allclose(np.log2(errs[0] / errs[1]), 2.0, atol=0.2)
@@ -222,12 +232,13 @@ def _random_state(model, seed):
     n = v0.shape[0]
     term = TERMS[model]
     vdot, lam = term.accelerations(0.0, q0, v0, M_TOP)
-    state = GeneralizedAlphaState(vdot, vdot + jnp.asarray(rng.normal(size=n)), lam,
-                                  jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32))
+    state = GeneralizedAlphaState(
+        vdot, vdot + jnp.asarray(rng.normal(size=n)), lam, jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32)
+    )
     return (q0, v0), state, rng
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _matrix_check(model, cm):
     """Jitted (S with T, S with T = I, jacfwd of the scaled residual) at a perturbed Newton guess."""
 
@@ -298,8 +309,10 @@ def test_gradient_matches_finite_differences(model):
     g_omega, g_m = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(OMEGA0), M_TOP)
     assert np.all(np.isfinite(g_omega)) and np.isfinite(g_m)
     eps = 1e-5
-    fd = [(loss(jnp.asarray(OMEGA0) + eps * e, M_TOP) - loss(jnp.asarray(OMEGA0) - eps * e, M_TOP)) / (2 * eps)
-          for e in np.eye(3)]
+    fd = [
+        (loss(jnp.asarray(OMEGA0) + eps * e, M_TOP) - loss(jnp.asarray(OMEGA0) - eps * e, M_TOP)) / (2 * eps)
+        for e in np.eye(3)
+    ]
     np.testing.assert_allclose(g_omega, fd, rtol=1e-6, atol=1e-6)
     fd_m = (loss(jnp.asarray(OMEGA0), M_TOP + eps) - loss(jnp.asarray(OMEGA0), M_TOP - eps)) / (2 * eps)
     np.testing.assert_allclose(g_m, fd_m, rtol=1e-6, atol=1e-7)

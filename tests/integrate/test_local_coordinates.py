@@ -35,20 +35,24 @@ def test_local_field_jacobian_matches_finite_differences_and_is_finite_at_zero(s
     jac = jax.jit(jax.jacfwd(lambda th: field(0.3, th, args)))
     theta = np.array([0.4, -0.3, 0.2, 0.1, 0.5, -0.2])
     eps = 1e-6
-    fd = np.stack([(field(0.3, theta + eps * e, args) - field(0.3, theta - eps * e, args)) / (2 * eps) for e in np.eye(6)], 1)
+    fd = np.stack(
+        [(field(0.3, theta + eps * e, args) - field(0.3, theta - eps * e, args)) / (2 * eps) for e in np.eye(6)], 1
+    )
     np.testing.assert_allclose(jac(jnp.asarray(theta)), fd, atol=1e-8)
     # at Θ = 0 (the start of every chart): D(dexp⁻¹_{±Θ} V)|₀ U = ∓½ ad_U V = ±½ ad_V U
     V = np.asarray(twist(0.3))
     ad_V = np.zeros((6, 6))
-    skew = lambda x: np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])  # noqa: E731
+    skew = lambda x: np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
     ad_V[:3, :3] = ad_V[3:, 3:] = skew(V[:3])
     ad_V[3:, :3] = skew(V[3:])
     np.testing.assert_allclose(jac(jnp.zeros(6)), (0.5 if side == "spatial" else -0.5) * ad_V, atol=1e-14)
 
 
 def test_implicit_newton_jacobian_runs_custom_dexp_inv_rule():
-    run = lambda solver: jax.jit(  # noqa: E731 - a fresh jit, so that it traces
-        lambda C: solve_recharted(kinematic, solver, 0.0, T, SE3Element(C), num_charts=4, steps_per_chart=10)[1].matrix[-1]
+    run = lambda solver: jax.jit(
+        lambda C: solve_recharted(kinematic, solver, 0.0, T, SE3Element(C), num_charts=4, steps_per_chart=10)[1].matrix[
+            -1
+        ]
     )
     RULE_CALLS.clear()
     explicit = run(diffrax.Euler())(jnp.asarray(C0))
@@ -61,8 +65,9 @@ def test_implicit_newton_jacobian_runs_custom_dexp_inv_rule():
     assert 1e-4 < err_implicit < 0.2 and 1e-4 < err_explicit < 0.2  # both first order at h = 0.05
     # implicit Euler at twice the steps: first order
     C_fine = jax.jit(
-        lambda C: solve_recharted(kinematic, newton_implicit_euler(), 0.0, T, SE3Element(C), num_charts=4,
-                                  steps_per_chart=20)[1].matrix[-1]  # fmt: skip
+        lambda C: solve_recharted(
+            kinematic, newton_implicit_euler(), 0.0, T, SE3Element(C), num_charts=4, steps_per_chart=20
+        )[1].matrix[-1]
     )(jnp.asarray(C0))
     order = orders(np.array([err_implicit, np.max(np.abs(np.asarray(C_fine) - ref))]))
     assert abs(order[0] - 1) < 0.15, order
@@ -71,7 +76,14 @@ def test_implicit_newton_jacobian_runs_custom_dexp_inv_rule():
 def test_kvaerno_adaptive_recharted_cayley_body():
     ts, ys = jax.jit(
         lambda C: solve_recharted(
-            kinematic, diffrax.Kvaerno3(), 0.0, T, SE3Element(C), num_charts=4, coordinates="cayley", side="body",
+            kinematic,
+            diffrax.Kvaerno3(),
+            0.0,
+            T,
+            SE3Element(C),
+            num_charts=4,
+            coordinates="cayley",
+            side="body",
             stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-9),
         )
     )(jnp.asarray(C0))
@@ -84,7 +96,11 @@ def test_kvaerno_adaptive_recharted_cayley_body():
 
 def test_chart_too_long_raises():
     with pytest.raises(Exception, match="max_angle"):
-        jax.block_until_ready(solve_recharted(kinematic, diffrax.Euler(), 0.0, T, SE3Element(jnp.asarray(C0)), num_charts=1, steps_per_chart=10))
+        jax.block_until_ready(
+            solve_recharted(
+                kinematic, diffrax.Euler(), 0.0, T, SE3Element(jnp.asarray(C0)), num_charts=1, steps_per_chart=10
+            )
+        )
 
 
 def test_zero_coordinates_and_from_local_mixed_state():

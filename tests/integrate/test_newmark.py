@@ -47,7 +47,7 @@ def stacked_residual(t, q, qd, qdd, args):
     return jax.vmap(lambda q, qd, qdd: residual(t, q, qd, qdd, args))(q, qd, qdd)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False, rate: float = 0.1):
     if stacked:
         term = SecondOrderResidualTerm(stacked_residual, stacked_jacobian)
@@ -56,8 +56,18 @@ def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False
 
     def run(h, t1, q0, qd0, args, tol):
         saveat = diffrax.SaveAt(ts=t1 * jnp.linspace(0.0, 1.0, 11), solver_state=True)
-        sol = diffrax.diffeqsolve(term, Newmark(tol=tol, iteration=iteration, rate=rate), 0.0, t1, h, (q0, qd0), args=args,
-                                  saveat=saveat, max_steps=4096, throw=False)
+        sol = diffrax.diffeqsolve(
+            term,
+            Newmark(tol=tol, iteration=iteration, rate=rate),
+            0.0,
+            t1,
+            h,
+            (q0, qd0),
+            args=args,
+            saveat=saveat,
+            max_steps=4096,
+            throw=False,
+        )
         return sol.ys, newton_statistics(sol), sol.result == diffrax.RESULTS.successful
 
     return jax.jit(run)
@@ -75,7 +85,7 @@ def exact_linear(t, c):
     return x[:2], x[2:]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference_nonlinear(t1, c, eps):
     def rhs(t, x):
         q, qd = x[:2], x[2:]
@@ -110,7 +120,7 @@ def test_undamped_linear_energy_is_conserved():
 
 def test_nonlinear_order_two_and_user_jacobian_equals_autodiff():
     errs = []
-    q_ref, qd_ref = reference_nonlinear(2.0, 0.05, 1.5)
+    q_ref, _qd_ref = reference_nonlinear(2.0, 0.05, 1.5)
     for h in (0.04, 0.02, 0.01):
         ys_ad, stats, ok = solve(h, c=0.05, eps=1.5)
         ys_user, stats_user, ok_user = solve(h, c=0.05, eps=1.5, user_jacobian=True)
@@ -133,7 +143,8 @@ def test_vmap_over_initial_conditions():
     q0s = jnp.asarray(Q0) + jnp.array([[0.0, 0.0], [0.3, -0.2], [-0.5, 0.1]])
     run = runner(False)
     ys_b, _, ok = jax.jit(jax.vmap(run, in_axes=(None, None, 0, None, None, None)))(
-        0.04, 2.0, q0s, jnp.asarray(QD0), (0.05, 1.5), 1e-12)
+        0.04, 2.0, q0s, jnp.asarray(QD0), (0.05, 1.5), 1e-12
+    )
     assert bool(jnp.all(ok))
     for i in range(3):
         ys, _, _ = run(0.04, 2.0, q0s[i], jnp.asarray(QD0), (0.05, 1.5), 1e-12)
@@ -166,7 +177,7 @@ def test_modified_newton_same_solution_fewer_jacobians():
         assert ok_m and 1 < int(stats_m["jacobians"]) <= most, (rate, stats_m)
         np.testing.assert_allclose(ys_m[0], ys[0], rtol=0, atol=1e-11)
         np.testing.assert_allclose(ys_m[1], ys[1], rtol=0, atol=1e-10)
-    ys_lin, stats_lin, _ = solve(0.02, 2.0, c=0.05, iteration="modified")  # linear: J never changes
+    _ys_lin, stats_lin, _ = solve(0.02, 2.0, c=0.05, iteration="modified")  # linear: J never changes
     assert int(stats_lin["jacobians"]) == 1 and int(stats_lin["max_per_step"]) == 1  # exact J: one update
 
 
@@ -188,7 +199,7 @@ def test_stack_of_systems_equals_separate_solves(iteration):
     """y0 of shape (B, n) with block Jacobians: B independent systems on one time grid = B separate solves."""
     q0s = jnp.asarray(Q0) + jnp.array([[0.0, 0.0], [0.3, -0.2], [-0.5, 0.1]])
     qd0s = jnp.broadcast_to(jnp.asarray(QD0), q0s.shape)
-    ys_b, stats_b, ok = runner(True, iteration, stacked=True)(0.04, 2.0, q0s, qd0s, (0.05, 1.5), 1e-12)
+    ys_b, _stats_b, ok = runner(True, iteration, stacked=True)(0.04, 2.0, q0s, qd0s, (0.05, 1.5), 1e-12)
     assert bool(ok) and ys_b[0].shape == (11, 3, 2)
     for i in range(3):
         ys, _, _ = solve(0.04, c=0.05, eps=1.5, q0=q0s[i], iteration=iteration)
@@ -198,8 +209,9 @@ def test_stack_of_systems_equals_separate_solves(iteration):
 def test_bad_state_shape():
     term = SecondOrderResidualTerm(residual)
     with pytest.raises(ValueError, match="two vectors"):
-        diffrax.diffeqsolve(term, Newmark(), 0.0, 0.1, 0.05, (jnp.zeros((2, 1, 1)), jnp.zeros((2, 1, 1))),
-                            args=(0.0, 0.0))  # fmt: skip
+        diffrax.diffeqsolve(
+            term, Newmark(), 0.0, 0.1, 0.05, (jnp.zeros((2, 1, 1)), jnp.zeros((2, 1, 1))), args=(0.0, 0.0)
+        )
     with pytest.raises(ValueError, match=r"needs the term's jacobian"):
         diffrax.diffeqsolve(term, Newmark(), 0.0, 0.1, 0.05, (jnp.zeros((3, 2)), jnp.zeros((3, 2))), args=(0.0, 0.0))
     with pytest.raises(ValueError, match="iteration must be"):

@@ -62,7 +62,7 @@ C0 = scipy.linalg.expm(hat6_np(X0))
 C0[3] = [0.0, 0.0, 0.0, 1.0]  # exact bottom row (expm leaves ~1e-17 there)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(side: str, ts: tuple = (T,)) -> np.ndarray:
     """DOP853 on the 4×4 matrix ODE of the §8.2a problem, at the times ``ts``: ``(len(ts), 4, 4)``."""
 
@@ -77,7 +77,7 @@ def reference(side: str, ts: tuple = (T,)) -> np.ndarray:
 KINEMATIC = LieODETerm(lambda t, y, args: twist(t))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kinematic_run(solver, saveat_ts: tuple | None = None):
     """jit(vmap over step counts) of the §8.2a reconstruction: ``n ↦ C`` at T (or at ``saveat_ts``)."""
     saveat = diffrax.SaveAt(t1=True) if saveat_ts is None else diffrax.SaveAt(ts=jnp.array(saveat_ts))
@@ -85,7 +85,9 @@ def kinematic_run(solver, saveat_ts: tuple | None = None):
     @jax.jit
     @jax.vmap
     def run(n):
-        sol = diffrax.diffeqsolve(KINEMATIC, solver, 0.0, T, T / n, SE3Element(jnp.asarray(C0)), saveat=saveat, max_steps=400)
+        sol = diffrax.diffeqsolve(
+            KINEMATIC, solver, 0.0, T, T / n, SE3Element(jnp.asarray(C0)), saveat=saveat, max_steps=400
+        )
         return sol.ys.matrix
 
     return run
@@ -165,7 +167,13 @@ def test_constant_twist_exact_mixed_state(solver):
     adaptive = isinstance(solver, RKMKDopri5)
     sol = jax.jit(
         lambda y: diffrax.diffeqsolve(
-            LieODETerm(constant_field), solver, 0.0, 1.7, 0.1, y, saveat=diffrax.SaveAt(ts=ts, steps=solver.side == "spatial"),
+            LieODETerm(constant_field),
+            solver,
+            0.0,
+            1.7,
+            0.1,
+            y,
+            saveat=diffrax.SaveAt(ts=ts, steps=solver.side == "spatial"),
             stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6) if adaptive else diffrax.ConstantStepSize(),
         )
     )(y0)
@@ -199,14 +207,15 @@ def rigid_body_field(t, y, args):
     return {"R": w, "w": jnp.cross(J * w, w) / J}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rigid_body_reference():
     def rhs(t, z):
         R, w = z[:9].reshape(3, 3), z[9:]
         return np.concatenate([(R @ hat3_np(w)).ravel(), np.cross(J_BODY * w, w) / J_BODY])
 
-    z = scipy.integrate.solve_ivp(rhs, (0, T_RB), np.concatenate([np.eye(3).ravel(), W0]), method="DOP853",
-                                  rtol=1e-13, atol=1e-13).y[:, -1]  # fmt: skip
+    z = scipy.integrate.solve_ivp(
+        rhs, (0, T_RB), np.concatenate([np.eye(3).ravel(), W0]), method="DOP853", rtol=1e-13, atol=1e-13
+    ).y[:, -1]
     return z[:9].reshape(3, 3), z[9:]
 
 
@@ -215,8 +224,9 @@ def test_free_rigid_body_order_and_invariants(coordinates="cayley"):
     @jax.vmap
     def run(n):
         y0 = {"R": SO3Element(jnp.eye(3)), "w": jnp.asarray(W0)}
-        sol = diffrax.diffeqsolve(LieODETerm(rigid_body_field), RKMK4(coordinates, "body"), 0.0, T_RB, T_RB / n, y0,
-                                  max_steps=1000)  # fmt: skip
+        sol = diffrax.diffeqsolve(
+            LieODETerm(rigid_body_field), RKMK4(coordinates, "body"), 0.0, T_RB, T_RB / n, y0, max_steps=1000
+        )
         return sol.ys["R"].matrix[-1], sol.ys["w"][-1]
 
     R, w = map(np.asarray, run(jnp.array([100, 200, 400])))
@@ -253,8 +263,16 @@ def test_saveat_ts_hermite_on_group_third_order(side, coordinates):
 def test_adaptive_reaches_tolerance(solver):
     @jax.jit
     def run(tol):
-        sol = diffrax.diffeqsolve(KINEMATIC, solver, 0.0, T, None, SE3Element(jnp.asarray(C0)),
-                                  stepsize_controller=diffrax.PIDController(rtol=tol, atol=tol), max_steps=4096)  # fmt: skip
+        sol = diffrax.diffeqsolve(
+            KINEMATIC,
+            solver,
+            0.0,
+            T,
+            None,
+            SE3Element(jnp.asarray(C0)),
+            stepsize_controller=diffrax.PIDController(rtol=tol, atol=tol),
+            max_steps=4096,
+        )
         return sol.ys.matrix[-1], sol.stats["num_accepted_steps"]
 
     ref = reference(solver.side)[-1]
@@ -270,9 +288,14 @@ def test_jit_vmap_over_initial_conditions_matches_loop():
     xs = jnp.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.3, -0.2, 0.1, 1.0, 2.0, 3.0], [3.0, 0.1, -0.2, 0.0, 1.0, 0.0]])
 
     starts = jnp.stack([jnp.asarray(scipy.linalg.expm(hat6_np(np.asarray(x)))) for x in xs])
-    batched = jax.jit(jax.vmap(lambda C: diffrax.diffeqsolve(KINEMATIC, solver, 0.0, 1.0, 0.05, SE3Element(C)).ys.matrix[-1]))(starts)
-    single = jax.jit(lambda C: diffrax.diffeqsolve(KINEMATIC, solver, 0.0, 1.0, 0.05, SE3Element(C),
-                                                   progress_meter=diffrax.TqdmProgressMeter()).ys.matrix[-1])  # fmt: skip
+    batched = jax.jit(
+        jax.vmap(lambda C: diffrax.diffeqsolve(KINEMATIC, solver, 0.0, 1.0, 0.05, SE3Element(C)).ys.matrix[-1])
+    )(starts)
+    single = jax.jit(
+        lambda C: diffrax.diffeqsolve(
+            KINEMATIC, solver, 0.0, 1.0, 0.05, SE3Element(C), progress_meter=diffrax.TqdmProgressMeter()
+        ).ys.matrix[-1]
+    )
     for k in range(len(xs)):
         np.testing.assert_allclose(batched[k], single(starts[k]), rtol=0, atol=1e-14)
     # eager (no jit) agrees too
@@ -301,8 +324,9 @@ def loss(xi, p, adjoint=diffrax.RecursiveCheckpointAdjoint()):
     from jaxse3 import se3
 
     y0 = SE3Element(se3.compose(se3.exp(xi), jnp.asarray(C0)))
-    sol = diffrax.diffeqsolve(LieODETerm(coupled_field), RKMKHeun("exp", "body"), 0.0, 1.0, 0.1, y0, args=p,
-                              adjoint=adjoint, max_steps=16)  # fmt: skip
+    sol = diffrax.diffeqsolve(
+        LieODETerm(coupled_field), RKMKHeun("exp", "body"), 0.0, 1.0, 0.1, y0, args=p, adjoint=adjoint, max_steps=16
+    )
     return jnp.sum(jnp.asarray(LOSS_W) * sol.ys.matrix[-1])
 
 
@@ -317,7 +341,7 @@ def central_fd(fn, x, eps=1e-6):
     return np.array(out).reshape(x.shape)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def loss_derivatives():
     """Compiled once for both cases (FAST_COMPILE): (value, (∂ξ, ∂p)) by reverse mode, and ∂ξ by forward mode; the
     finite differences take the values of the first."""
@@ -367,5 +391,12 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="replaced by an array of twists"):
         diffrax.diffeqsolve(LieODETerm(lambda t, y, a: (jnp.zeros(6),)), RKMK4(), 0.0, 1.0, 0.1, SE3Element(jnp.eye(4)))
     with pytest.raises(RuntimeError, match="error estimates"):
-        diffrax.diffeqsolve(KINEMATIC, RKMK4(), 0.0, 1.0, 0.1, SE3Element(jnp.eye(4)),
-                            stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6))  # fmt: skip
+        diffrax.diffeqsolve(
+            KINEMATIC,
+            RKMK4(),
+            0.0,
+            1.0,
+            0.1,
+            SE3Element(jnp.eye(4)),
+            stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-6),
+        )

@@ -122,8 +122,13 @@ def _lin(terms, shape) -> np.ndarray:
 def _cross(x, M) -> np.ndarray:
     """x × M column by column (x̃ M), M of shape (3, ...)."""
     sh = M.shape[1:]
-    return np.stack([_lin([(x[1], M[2]), (-x[2], M[1])], sh), _lin([(x[2], M[0]), (-x[0], M[2])], sh),
-                     _lin([(x[0], M[1]), (-x[1], M[0])], sh)])  # fmt: skip
+    return np.stack(
+        [
+            _lin([(x[1], M[2]), (-x[2], M[1])], sh),
+            _lin([(x[2], M[0]), (-x[0], M[2])], sh),
+            _lin([(x[0], M[1]), (-x[1], M[0])], sh),
+        ]
+    )
 
 
 class _Ad:
@@ -175,7 +180,7 @@ class _Stop:
 # divided by (i+1)! (p = P_i/(i+1)!, dp = DP_i/(i+1)!, …), so one division per step.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _F(alg: str, X: tuple) -> np.ndarray:
     A = _Ad(alg, _vec(X))
     p = _eye(_dim(alg))  # P_i / (i+1)!
@@ -188,12 +193,12 @@ def _F(alg: str, X: tuple) -> np.ndarray:
             return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _Finv(alg: str, X: tuple) -> np.ndarray:
     return _inverse(_F(alg, X))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _DF(alg: str, X: tuple, U: tuple) -> np.ndarray:
     """Σ DP_i(U)/(i+1)!, DP_i = B P_{i−1} + A DP_{i−1}; p, dp hold P_{i−1}/i!, DP_{i−1}/i!."""
     A, B = _Ad(alg, _vec(X)), _Ad(alg, _vec(U))
@@ -209,7 +214,7 @@ def _DF(alg: str, X: tuple, U: tuple) -> np.ndarray:
             return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _D2F(alg: str, X: tuple, U: tuple, S: tuple) -> np.ndarray:
     """Σ D²P_i(U)(S)/(i+1)!, D²P_i = B DP_{i−1}(S) + C DP_{i−1}(U) + A D²P_{i−1}."""
     A, B, C = _Ad(alg, _vec(X)), _Ad(alg, _vec(U)), _Ad(alg, _vec(S))
@@ -226,7 +231,7 @@ def _D2F(alg: str, X: tuple, U: tuple, S: tuple) -> np.ndarray:
             return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jac(alg: str, X: tuple, Z: tuple, transpose: bool) -> np.ndarray:
     """Columns DF(e_j) Z (or DF(e_j)ᵀ Z), by DP_i(U) Z = B P_{i−1} Z + A DP_{i−1}(U) Z (transposed:
     DP_i(U)ᵀ Z = Bᵀ P_{i−1}ᵀ Z + Aᵀ DP_{i−1}(U)ᵀ Z, from DP_i = DP_{i−1} A + P_{i−1} B)."""
@@ -245,7 +250,7 @@ def _jac(alg: str, X: tuple, Z: tuple, transpose: bool) -> np.ndarray:
             return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hess(alg: str, X: tuple, Q: tuple, Z: tuple) -> np.ndarray:
     """H[i, j] = Qᵀ D²F(e_j)(e_i) Z, with T_n[:, (i, j)] = D²P_n(e_j)(e_i) Z by the D²P recursion applied to Z.
 
@@ -273,7 +278,7 @@ def _hess(alg: str, X: tuple, Q: tuple, Z: tuple) -> np.ndarray:
             return H
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _exp(alg: str, X: tuple) -> np.ndarray:
     Xh = hat(alg, _vec(X))
     p = _eye(Xh.shape[0])  # hat(X)^i / i!
@@ -307,7 +312,7 @@ def _public(fn):
     return wrapper
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cached(name: str, alg: str, args: tuple) -> np.ndarray:
     out = _to_float(globals()[name].raw(alg, *args))
     out.setflags(write=False)
@@ -409,8 +414,21 @@ def dexp_inv_hess(alg, X, Q, Z):
     return K + K.T - _hess(alg, X, _mpkey(q), _mpkey(z))
 
 
-FUNCTIONS = ("exp", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_jac", "dexp_inv_jac",
-             "dexpT_jac", "dexp_invT_jac", "dexp_hess", "dexp_inv_hess")  # fmt: skip
+FUNCTIONS = (
+    "exp",
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "dexpT_jac",
+    "dexp_invT_jac",
+    "dexp_hess",
+    "dexp_inv_hess",
+)
 
 # ---------------------------------------------------------------------------------------------------------------------
 # The accuracy-test design (shared by tests/lie/test_accuracy.py and benchmarks/accuracy_table.py)
@@ -458,6 +476,3 @@ def rel_error(ours, ref) -> float:
     if not np.all(np.isfinite(ours)):
         return math.inf
     return float(num / den) if den > 0 else float(num)
-
-
-__all__ = [*FUNCTIONS, "ad", "hat", "PHIS", "N_DRAWS", "BUDGETS", "draws", "restrict", "rel_error", "STATS"]

@@ -67,16 +67,30 @@ CASES = {
     "jacrev(dexp_apply)": ("first", ("X", "Z"), lambda m: jax.jacrev(m.dexp_apply), "dexp_jac"),
     "hessian(Q@dexp_apply)": ("second", ("X", "Q", "Z"), lambda m: _hessian_of(m.dexp_apply), "dexp_hess"),
     "hessian(Q@dexp_inv_apply)": ("second", ("X", "Q", "Z"), lambda m: _hessian_of(m.dexp_inv_apply), "dexp_inv_hess"),
-}  # fmt: skip
+}
 
 SE3_CASES = tuple(CASES)
-SO3_CASES = ("exp", "log", "dexp", "dexp_inv", "d_dexp", "d_dexp_inv", "d2_dexp", "d2_dexp_inv", "dexp_jac",
-             "dexp_inv_jac", "d_dexp_apply", "dexp_hess", "dexp_inv_hess", "jacfwd(dexp_apply)",
-             "hessian(Q@dexp_apply)")  # fmt: skip
+SO3_CASES = (
+    "exp",
+    "log",
+    "dexp",
+    "dexp_inv",
+    "d_dexp",
+    "d_dexp_inv",
+    "d2_dexp",
+    "d2_dexp_inv",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "d_dexp_apply",
+    "dexp_hess",
+    "dexp_inv_hess",
+    "jacfwd(dexp_apply)",
+    "hessian(Q@dexp_apply)",
+)
 ALL_CASES = tuple(("se3", c) for c in SE3_CASES) + tuple(("so3", c) for c in SO3_CASES)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def evaluate(alg: str, case: str, dtype: str) -> np.ndarray:
     """Our values of ``case`` at every draw of every φ, from one batched (``jax.vmap``) call.
 

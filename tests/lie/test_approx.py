@@ -152,8 +152,12 @@ def _table_d2(fam, k, A, B, C):
     P1, P2 = A, A @ A
     t0 = C @ B + B @ C
     t1 = (P1 @ C + C @ P1) @ B + (B @ C + C @ B) @ P1 + (B @ P1 + P1 @ B) @ C
-    t2 = (C @ (P2 @ B + B @ P2 + P1 @ B @ P1) + B @ (P2 @ C + C @ P2 + P1 @ C @ P1) + P2 @ (C @ B + B @ C)
-          + P1 @ (C @ (P1 @ B + B @ P1) + B @ (P1 @ C + C @ P1)))  # fmt: skip
+    t2 = (
+        C @ (P2 @ B + B @ P2 + P1 @ B @ P1)
+        + B @ (P2 @ C + C @ P2 + P1 @ C @ P1)
+        + P2 @ (C @ B + B @ C)
+        + P1 @ (C @ (P1 @ B + B @ P1) + B @ (P1 @ C + C @ P1))
+    )
     w = [1 / 6, 1 / 24, 1 / 120] if fam == "dexp" else [1 / 12, 0.0, -1 / 720]
     return sum(w[i] * t for i, t in enumerate([t0, t1, t2][: k + 1]))
 
@@ -178,7 +182,7 @@ def test_tables_2_to_6(fam, n):
     rng = np.random.default_rng(7 + n)
     X, U, S, Q, Z = (_rand(rng, n) for _ in range(5))
     A, B, C = _ad(X), _ad(U), _ad(S)
-    f = lambda name: getattr(approx, name.format(fam))  # noqa: E731
+    f = lambda name: getattr(approx, name.format(fam))
     for k in range(4):
         np.testing.assert_allclose(f("d_{}")(X, U, k), _table_d(fam, k, A, B), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(f("{}_jac")(X, Z, k), _table_jac(fam, k, X, Z), rtol=1e-12, atol=1e-12)
@@ -193,7 +197,7 @@ def test_consistency_between_maps(fam, n):
     """J^[k] U = D^[k](U) Z; Sᵀ H^[k] U = Qᵀ D²^[k](U)(S) Z; D²^[k] symmetric; H^[k] symmetric."""
     rng = np.random.default_rng(3 + n)
     X, U, S, Q, Z = (_rand(rng, n) for _ in range(5))
-    f = lambda name: getattr(approx, name.format(fam))  # noqa: E731
+    f = lambda name: getattr(approx, name.format(fam))
     for k in range(4):
         np.testing.assert_allclose(f("{}_jac")(X, Z, k) @ U, f("d_{}")(X, U, k) @ Z, rtol=1e-12, atol=1e-12)
     for k in range(3):

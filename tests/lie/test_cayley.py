@@ -14,8 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.spatial.transform import Rotation
 
 from jaxse3.lie import cayley as C
@@ -80,12 +79,32 @@ def make_group(name, dim, hat, vee):
         return jax.vmap(right_h, out_axes=1)(jnp.eye(dim, dtype=X.dtype))
 
     mod = SimpleNamespace(
-        **{k: getattr(C, f"{k}_{name}") for k in (
-            "cay", "cay_inv", "dcay", "dcay_inv", "d_dcay", "d_dcay_inv",
-            "cay_half", "cay_half_inv", "dcay_half", "dcay_half_inv", "d_dcay_half", "d_dcay_half_inv")}  # fmt: skip
+        **{
+            k: getattr(C, f"{k}_{name}")
+            for k in (
+                "cay",
+                "cay_inv",
+                "dcay",
+                "dcay_inv",
+                "d_dcay",
+                "d_dcay_inv",
+                "cay_half",
+                "cay_half_inv",
+                "dcay_half",
+                "dcay_half_inv",
+                "d_dcay_half",
+                "d_dcay_half_inv",
+            )
+        }
     )
     ref = SimpleNamespace(
-        cay=cay, right=right, left=left, dcay=dcay, dcay_inv=dcay_inv, cay_half=cay_half, dcay_half=dcay_half,
+        cay=cay,
+        right=right,
+        left=left,
+        dcay=dcay,
+        dcay_inv=dcay_inv,
+        cay_half=cay_half,
+        dcay_half=dcay_half,
         dcay_half_inv=lambda X: jnp.linalg.inv(dcay_half(X)),
     )
     return SimpleNamespace(name=name, dim=dim, hat=hat, vee=vee, mod=mod, ref=ref)
@@ -261,8 +280,12 @@ def test_d_dcay_vs_jvp_of_definition(G, k):
 def test_d_dcay_vs_finite_differences(G, k):
     X, U = SAMPLES[k][: G.dim], rand(G.dim)
     h = 1e-6
-    for f, df in ((G.mod.dcay, G.mod.d_dcay), (G.mod.dcay_inv, G.mod.d_dcay_inv),
-                  (G.mod.dcay_half, G.mod.d_dcay_half), (G.mod.dcay_half_inv, G.mod.d_dcay_half_inv)):  # fmt: skip
+    for f, df in (
+        (G.mod.dcay, G.mod.d_dcay),
+        (G.mod.dcay_inv, G.mod.d_dcay_inv),
+        (G.mod.dcay_half, G.mod.d_dcay_half),
+        (G.mod.dcay_half_inv, G.mod.d_dcay_half_inv),
+    ):
         fd = (f(X + h * U) - f(X - h * U)) / (2 * h)
         close(df(X, U), fd, 1e-8)
 
@@ -393,7 +416,7 @@ def test_jit_vmap_equal_loop(G):
 
 def test_broadcasting_shapes():
     X = rand(6, 10).reshape(2, 5, 6)
-    shape = lambda f, *a: jax.eval_shape(f, *a).shape  # noqa: E731
+    shape = lambda f, *a: jax.eval_shape(f, *a).shape
     assert C.dcay_se3(X).shape == (2, 5, 6, 6)
     assert shape(C.dcay_half_inv_se3, X) == (2, 5, 6, 6)
     assert shape(C.cay_se3, X) == (2, 5, 4, 4)

@@ -10,11 +10,25 @@ from jaxse3.lie import coefficients as C
 
 # Limits at φ = 0 (digest 000 §2.5, §2.8, §2.10; ă3(0) = +1/1680 is the corrected sign).
 LIMITS = {
-    "a1": 1 / 2, "a2": 1 / 6, "a3": 1 / 24, "a4": 1 / 120, "b2": 1 / 12, "b4": -1 / 720,
-    "a1_bar": 0.0, "a2_bar": 0.0, "a3_bar": -1 / 180, "a4_bar": -1 / 1260, "b2_bar": 0.0, "b4_bar": -1 / 7560,
-    "a1_brev": -1 / 90, "a2_brev": -1 / 630, "a3_brev": 1 / 1680, "a4_brev": 1 / 15120,
-    "b2_brev": -1 / 3780, "b4_brev": -1 / 50400,
-}  # fmt: skip
+    "a1": 1 / 2,
+    "a2": 1 / 6,
+    "a3": 1 / 24,
+    "a4": 1 / 120,
+    "b2": 1 / 12,
+    "b4": -1 / 720,
+    "a1_bar": 0.0,
+    "a2_bar": 0.0,
+    "a3_bar": -1 / 180,
+    "a4_bar": -1 / 1260,
+    "b2_bar": 0.0,
+    "b4_bar": -1 / 7560,
+    "a1_brev": -1 / 90,
+    "a2_brev": -1 / 630,
+    "a3_brev": 1 / 1680,
+    "a4_brev": 1 / 15120,
+    "b2_brev": -1 / 3780,
+    "b4_brev": -1 / 50400,
+}
 
 NAMES = [n for n in C.series if n not in ("b1", "b1_bar", "b1_brev")]
 
@@ -34,9 +48,17 @@ def _mp_closed(name, phi):
     d = (1 - a) / t
     g = a / b
     f = {
-        "alpha": a, "beta": b, "gamma": g, "delta": d, "so3_b2": (1 - g) / t,
-        "a1": b - a / 2, "a2": (5 * d - b / 2) / 2, "a3": (b - a) / (2 * t), "a4": (3 * d - b / 2) / (2 * t),
-        "b2": (2 - (1 + 3 * a) / (2 * b)) / t, "b4": (1 - (1 + a) / (2 * b)) / t**2,
+        "alpha": a,
+        "beta": b,
+        "gamma": g,
+        "delta": d,
+        "so3_b2": (1 - g) / t,
+        "a1": b - a / 2,
+        "a2": (5 * d - b / 2) / 2,
+        "a3": (b - a) / (2 * t),
+        "a4": (3 * d - b / 2) / (2 * t),
+        "b2": (2 - (1 + 3 * a) / (2 * b)) / t,
+        "b4": (1 - (1 + a) / (2 * b)) / t**2,
         "a1_bar": b / 4 + (5 * a / 2 - 2 * b - mp.mpf(1) / 2) / t,
         "a2_bar": (7 * b / 4 - a / 2) / t + mp.mpf(15) / 2 * (a - 1) / t**2,
         "b2_bar": (mp.mpf(3) / 4 - 3 * d / (2 * b)) / t + ((a + 3 * a**2) / b**2 - 4) / t**2,
@@ -49,7 +71,7 @@ def _mp_closed(name, phi):
         - (mp.mpf(9) / 4 + 3 * g + 1 / (2 * b)) / t**2,
         "b4_brev": (24 - 2 / b - (mp.mpf(15) / 2 + 4 / b) * g - (mp.mpf(11) / 2 + 3 / b) * g**2 - 2 * g**3) / t**4
         - (mp.mpf(11) / 8 + 1 / (4 * b) + g / 2) / t**3,
-    }  # fmt: skip
+    }
     f["a3_bar"], f["a4_bar"] = f["a1_bar"] / t, f["a2_bar"] / t
     return float(f[name])
 
@@ -78,7 +100,7 @@ def test_continuous_across_switch(dtype):
 def test_bar_and_breve_are_derivatives(base, phi):
     """c̄ = 2 dc/dt and c̆ = 2 dc̄/dt (autodiff through the evaluator), finite at t = 0."""
     t = jnp.asarray(phi * phi)
-    f = lambda name: lambda t: C.evaluate((name,), t)[0]  # noqa: E731
+    f = lambda name: lambda t: C.evaluate((name,), t)[0]
     np.testing.assert_allclose(2 * jax.grad(f(base))(t), f(base + "_bar")(t), rtol=1e-10, atol=1e-15)
     np.testing.assert_allclose(2 * jax.grad(f(base + "_bar"))(t), f(base + "_brev")(t), rtol=1e-9, atol=1e-15)
     assert np.isfinite(jax.grad(jax.grad(f(base + "_brev")))(t))

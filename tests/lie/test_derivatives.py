@@ -56,7 +56,7 @@ def test_first_and_second_derivatives(group, phi, inverse):
     jacT = getattr(G, ("dexp_invT" if inverse else "dexpT") + "_jac")
     jac_dir = getattr(G, name + "_jac_dir")
 
-    dF = lambda X, U: jax.jvp(F_ref, (X,), (U,))[1]  # noqa: E731
+    dF = lambda X, U: jax.jvp(F_ref, (X,), (U,))[1]
     close(d(X, U), dF(X, U))
     close(d2(X, U, S), jax.jvp(lambda X: dF(X, U), (X,), (S,))[1])
     close(d2(X, U, S), d2(X, S, U))  # symmetric
@@ -109,7 +109,7 @@ def test_se3_block_structure_matches_so3():
     X = jnp.asarray(point(6, 1.1))
     U = jnp.asarray(vectors(6, 1)[0])
     x, y, u, v = X[:3], X[3:], U[:3], U[3:]
-    for F, f, d, d2 in [
+    for F, f, d, _d2 in [
         (se3.dexp, so3.dexp, so3.d_dexp, so3.d2_dexp),
         (se3.dexp_inv, so3.dexp_inv, so3.d_dexp_inv, so3.d2_dexp_inv),
     ]:

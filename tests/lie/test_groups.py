@@ -3,8 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from jax.scipy.linalg import expm
 
 from jaxse3 import se3, so3
@@ -18,9 +17,11 @@ def close(a, b, atol=1e-11):
 
 def _vec(dim, max_angle=3.0):
     coord = st.floats(-1.0, 1.0, allow_nan=False)
-    return st.tuples(st.lists(coord, min_size=3, max_size=3), st.floats(0.0, max_angle), st.lists(coord, min_size=dim - 3, max_size=dim - 3)).map(
-        lambda a: _build(*a)
-    )
+    return st.tuples(
+        st.lists(coord, min_size=3, max_size=3),
+        st.floats(0.0, max_angle),
+        st.lists(coord, min_size=dim - 3, max_size=dim - 3),
+    ).map(lambda a: _build(*a))
 
 
 def _build(axis, angle, rest):

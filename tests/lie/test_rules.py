@@ -13,12 +13,25 @@ from tests.lie import reference as ref
 from tests.lie.conftest import ANGLES, point, vectors
 from tests.lie.gradcheck import CompiledGradCheck
 
-MAPS = ["exp", "dexp", "dexp_inv", "dexp_apply", "dexp_inv_apply", "dexpT_apply", "dexp_invT_apply", "d_dexp",
-        "d_dexp_inv", "dexp_jac", "dexp_inv_jac", "d_dexp_apply", "d_dexp_inv_apply"]  # fmt: skip
+MAPS = [
+    "exp",
+    "dexp",
+    "dexp_inv",
+    "dexp_apply",
+    "dexp_inv_apply",
+    "dexpT_apply",
+    "dexp_invT_apply",
+    "d_dexp",
+    "d_dexp_inv",
+    "dexp_jac",
+    "dexp_inv_jac",
+    "d_dexp_apply",
+    "d_dexp_inv_apply",
+]
 GRAD_TOL = dict(eps=1e-5, atol=1e-6, rtol=1e-6)  # of jax.test_util.check_grads, which CompiledGradCheck reproduces
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gradcheck(G, name, n):
     """check_grads to order 2 of one map, compiled once and reused across test points (compilation dominates)."""
     return CompiledGradCheck(_fn(G, name, n), (jnp.zeros(n),), **GRAD_TOL)
@@ -70,7 +83,7 @@ def _exp_near_zero(V, terms=10):
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _log_curve_gradcheck(G, n):
     dim = 3 if n == 3 else 4
     return CompiledGradCheck(lambda V, H: G.log(H @ _exp_near_zero(V)), (jnp.zeros(n), jnp.eye(dim)), **GRAD_TOL)
@@ -123,12 +136,12 @@ def test_no_nan_at_zero_under_jit_and_vmap(group):
     fns = {name: _fn(G, name, n) for name in MAPS}
     fns["log"] = lambda X: G.log(G.exp(X))
     for name in ("d2_dexp", "dexp_hess", "dexp_inv_hess"):
-        fns[name] = lambda X, f=getattr(G, name): f(X, U, S)  # noqa: E731
+        fns[name] = lambda X, f=getattr(G, name): f(X, U, S)
 
     def everything(X):
         out = {}
         for name, f in fns.items():
-            scalar = lambda X, f=f: jnp.sum(jnp.sin(f(X)))  # noqa: E731
+            scalar = lambda X, f=f: jnp.sum(jnp.sin(f(X)))
             out[name] = (f(X), jax.grad(scalar)(X), jax.hessian(scalar)(X))
         return out
 

@@ -13,9 +13,21 @@ from jaxse3 import rigid
 MODEL_NAMES = ("serial", "branched", "mixed", "spherical", "floating")
 
 # jitted entry points shared by the tests (eager op-by-op dispatch compiles every primitive separately: slow)
-jit = {name: jax.jit(getattr(rigid, name)) for name in (
-    "rnea", "crba", "nonlinear_effects", "forward_dynamics", "integrate", "difference", "forward_kinematics",
-    "body_jacobians", "random_configuration", "neutral_configuration")}  # fmt: skip
+jit = {
+    name: jax.jit(getattr(rigid, name))
+    for name in (
+        "rnea",
+        "crba",
+        "nonlinear_effects",
+        "forward_dynamics",
+        "integrate",
+        "difference",
+        "forward_kinematics",
+        "body_jacobians",
+        "random_configuration",
+        "neutral_configuration",
+    )
+}
 
 
 def _floating_with_limbs(seed: int = 5) -> rigid.Model:
@@ -35,7 +47,11 @@ def _floating_with_limbs(seed: int = 5) -> rigid.Model:
 
     b = rigid.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     b.add_body("torso", None, "free", **inertia())
-    limbs = [("a", ["revolute", "revolute", "prismatic"]), ("b", ["spherical", "revolute"]), ("c", ["helical", "revolute"])]
+    limbs = [
+        ("a", ["revolute", "revolute", "prismatic"]),
+        ("b", ["spherical", "revolute"]),
+        ("c", ["helical", "revolute"]),
+    ]
     for name, types in limbs:
         parent = "torso"
         for k, jtype in enumerate(types):
@@ -46,7 +62,7 @@ def _floating_with_limbs(seed: int = 5) -> rigid.Model:
     return b.build()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model(name: str) -> rigid.Model:
     """The named test model: serial chain, bf = 2 tree, mixed 1-DoF chain, spherical chain, floating base with limbs."""
     if name == "serial":

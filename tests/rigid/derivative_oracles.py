@@ -1,7 +1,8 @@
 """Autodiff oracles of the rigid-body derivatives, shared by the derivative test files (jitted once per model).
 
 The oracle is a plain RNEA differentiated by nested ``jax.jacfwd`` in tangent coordinates:
-``∂τ/∂q[:, j] = d/dε τ(q ⊕ ε e_j)`` and, with the order of digest 002 §3.1, ``H[:, j, k] = d/dδ_k [d/dε_j τ((q ⊕ δ) ⊕ ε)]``.
+``∂τ/∂q[:, j] = d/dε τ(q ⊕ ε e_j)`` and, with the order of digest 002 §3.1, ``H[:, j, k] = d/dδ_k [d/dε_j τ((q ⊕ δ) ⊕
+ε)]``.
 The plain RNEA is the library's body-frame recursion ``jaxse3.rigid._rnea._rnea`` (no custom rules; a different
 formulation from the ground-frame IDSVA under test, and itself checked against :mod:`tests.rigid.reference` in
 ``test_rnea.py``): nesting two more ``jacfwd`` levels over the reference, which is already built from nested autodiff,
@@ -23,9 +24,11 @@ from tests.rigid import conftest, reference
 
 def reference_first_order(m, q, v, a, f_ext=None):
     z = jnp.zeros(m.nv)
-    return (jax.jacfwd(lambda d: reference.rnea(m, q, v, a, f_ext, dq=d))(z),
-            jax.jacfwd(lambda x: reference.rnea(m, q, x, a, f_ext))(v),
-            jax.jacfwd(lambda x: reference.rnea(m, q, v, x, f_ext))(a))  # fmt: skip
+    return (
+        jax.jacfwd(lambda d: reference.rnea(m, q, v, a, f_ext, dq=d))(z),
+        jax.jacfwd(lambda x: reference.rnea(m, q, x, a, f_ext))(v),
+        jax.jacfwd(lambda x: reference.rnea(m, q, v, x, f_ext))(a),
+    )
 
 
 def plain_rnea(m, q, v, a, f_ext=None, dq=None):
@@ -35,9 +38,11 @@ def plain_rnea(m, q, v, a, f_ext=None, dq=None):
 
 def plain_first_order(m, q, v, a, f_ext=None):
     z = jnp.zeros(m.nv)
-    return (jax.jacfwd(lambda d: plain_rnea(m, q, v, a, f_ext, dq=d))(z),
-            jax.jacfwd(lambda x: plain_rnea(m, q, x, a, f_ext))(v),
-            jax.jacfwd(lambda x: plain_rnea(m, q, v, x, f_ext))(a))  # fmt: skip
+    return (
+        jax.jacfwd(lambda d: plain_rnea(m, q, v, a, f_ext, dq=d))(z),
+        jax.jacfwd(lambda x: plain_rnea(m, q, x, a, f_ext))(v),
+        jax.jacfwd(lambda x: plain_rnea(m, q, v, x, f_ext))(a),
+    )
 
 
 def plain_second_order(m, q, v, a):
@@ -52,7 +57,7 @@ def plain_second_order(m, q, v, a):
     return Hqq, Hvv, Hqv, dM
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def comparison(name: str, batch: int = 2):
     """(ours, oracle) for ``batch`` random states of model ``name``: FO with f_ext (3 arrays) + SO (4 arrays) each,
     computed under one ``jit(vmap(...))``; plus the states."""

@@ -2,7 +2,8 @@
 
 No code is shared with the library except the Model's data. Poses are products of 4×4 matrices (1-DoF joints: screw
 motions; Lie-group perturbations: the Taylor series of ``expm``, accurate for tangents of norm ≲ 1); body twists and
-accelerations are obtained by differentiating the world poses along the curve ``q ⊕ (t v + t²/2 a)`` (whose body velocity is v and body acceleration a at t = 0); τ follows from the principle
+accelerations are obtained by differentiating the world poses along the curve ``q ⊕ (t v + t²/2 a)`` (whose body
+velocity is v and body acceleration a at t = 0); τ follows from the principle
 of virtual power, ``τ = Σ_k J_kᵀ (I_k A_k + V_k ×* I_k V_k − I_k g_k − f_ext,k)``, with the body Jacobians J_k = ∂V_k/∂v
 obtained by autodiff.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-
 
 
 def expm(X, terms: int = 18):
@@ -78,8 +78,9 @@ def world_poses(model, q, xi):
     poses = []
     iq = iv = 0
     for i, jtype in enumerate(model.joint_types):
-        local = model.joint_placements[i] @ joint_matrix(jtype, model.joint_axes[i], q[iq:iq + NQ[jtype]],
-                                                         xi[iv:iv + NV[jtype]])  # fmt: skip
+        local = model.joint_placements[i] @ joint_matrix(
+            jtype, model.joint_axes[i], q[iq : iq + NQ[jtype]], xi[iv : iv + NV[jtype]]
+        )
         iq, iv = iq + NQ[jtype], iv + NV[jtype]
         par = model.parents[i]
         poses.append(local if par < 0 else poses[par] @ local)
@@ -113,7 +114,7 @@ def rnea(model, q, v, a, f_ext=None, dq=None):
     forces = []
     for k in range(len(model.parents)):
         I = model.inertias[k]
-        R, p = H[k, :3, :3], H[k, :3, 3]
+        R = H[k, :3, :3]
         g_body = jnp.concatenate([jnp.zeros(3), R.T @ model.gravity])  # gravity acceleration in body coordinates
         w, u = V[k, :3], V[k, 3:]
         h = I @ V[k]
@@ -130,7 +131,7 @@ def _integrate(model, q, dq):
     out = []
     iq = iv = 0
     for jtype in model.joint_types:
-        qi, di = q[iq:iq + NQ[jtype]], dq[iv:iv + NV[jtype]]
+        qi, di = q[iq : iq + NQ[jtype]], dq[iv : iv + NV[jtype]]
         iq, iv = iq + NQ[jtype], iv + NV[jtype]
         if jtype in ("revolute", "prismatic", "helical"):
             out.append(qi + di)
@@ -143,11 +144,14 @@ def _integrate(model, q, dq):
 
 
 def _quat_mul(a, b):
-    return jnp.concatenate([jnp.array([a[0] * b[0] - a[1:] @ b[1:]]), a[0] * b[1:] + b[0] * a[1:] + jnp.cross(a[1:], b[1:])])
+    return jnp.concatenate(
+        [jnp.array([a[0] * b[0] - a[1:] @ b[1:]]), a[0] * b[1:] + b[0] * a[1:] + jnp.cross(a[1:], b[1:])]
+    )
 
 
 def _quat_exp(w):
-    """(cos(φ/2), sin(φ/2) w/φ) via the power series of cos and sinc in φ²/4 (fine for φ < 2, exact enough for tests)."""
+    """(cos(φ/2), sin(φ/2) w/φ) via the power series of cos and sinc in φ²/4 (fine for φ < 2, exact enough for
+    tests)."""
     u = (w @ w) / 4.0
     c = s = 0.0
     term_c, term_s = 1.0, 0.5

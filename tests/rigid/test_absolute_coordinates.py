@@ -1,6 +1,7 @@
 """Seed 004 (Müller & Terze 2013): absolute-coordinate multibody systems in SE(3) vs SO(3)×R³.
 
-Oracles: autodiff of plain reference curves (matrix exponential of the hat matrices, written here) for the joint kinematics and
+Oracles: autodiff of plain reference curves (matrix exponential of the hat matrices, written here) for the joint
+kinematics and
 the energy balance; the Euler equations about the pivot for the heavy top; the statics of a hanging pendulum for λ;
 the other configuration space for the same physical state; central differences for gradients. The integration tests
 assert the paper's testable statements T1–T4 (digest 004 §5); the energy claim T5 is reported, not asserted.
@@ -83,7 +84,7 @@ def test_point_kinematics_match_autodiff_of_reference_curve(space):
         R0, r0 = _random_rotation(k1), jax.random.normal(k2, (3,))
         V, A, a = scale * jax.random.normal(k3, (6,)), jax.random.normal(k4, (6,)), jax.random.normal(k5, (3,))
         curve = _curve(space, R0, r0, V, A)
-        p = lambda t: curve(t)[0] @ a + curve(t)[1]  # noqa: E731
+        p = lambda t: curve(t)[0] @ a + curve(t)[1]
         J, b = body.point_jacobian(R0, a), body.point_bias(R0, V, a)
         return _d(p, 1) - J @ V, _d(p, 2) - (J @ A + b)
 
@@ -161,7 +162,7 @@ def test_kkt_accelerations_keep_constraints_and_conserve_energy(name):
         R, r, V = system.unpack(ex.y0)
         Vdot, _ = system.accelerations(R, V)
         curves = [_curve(space, R[i], r[i], V[i], Vdot[i]) for i in range(len(system.bodies))]
-        q = lambda t: tuple(jnp.stack(x) for x in zip(*(c(t) for c in curves)))  # noqa: E731
+        q = lambda t: tuple(jnp.stack(x) for x in zip(*(c(t) for c in curves)))
         gddot = jnp.stack([_d(lambda t: jt.violation(*q(t)), 2) for jt in system.joints])
 
         def energy(t):  # ½ωᵀΘω + ½m‖ṙ‖² − m gᵀr with ω̃ = RᵀṘ and ṙ from the curve
@@ -210,7 +211,7 @@ def _compile(fn, *args):
     return jax.jit(fn).lower(*args).compile(FAST_COMPILE)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(name: str, space: str, tableau: str, t1: float):
     """Max-over-time joint violations ``(dt, joint)`` and max |E − E0| ``(dt,)`` for the step sizes STEPS (one
     compilation, called per dt: cheaper to trace and compile than a vmap over dt, whose loop would be batched)."""

@@ -14,7 +14,7 @@ from jaxse3 import rigid
 from tests.rigid.conftest import MODEL_NAMES, jit, model, random_state
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _checks(name: str):
     m = model(name)
 

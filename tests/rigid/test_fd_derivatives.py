@@ -8,8 +8,12 @@ import jax.numpy as jnp
 import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
-from jaxse3.rigid import (forward_dynamics, forward_dynamics_derivatives, forward_dynamics_second_order_derivatives,
-                          integrate)  # fmt: skip
+from jaxse3.rigid import (
+    forward_dynamics,
+    forward_dynamics_derivatives,
+    forward_dynamics_second_order_derivatives,
+    integrate,
+)
 from jaxse3.rigid._forward_dynamics import forward_dynamics as plain_forward_dynamics
 from tests.rigid import conftest
 from tests.rigid.derivative_oracles import relative_error
@@ -34,8 +38,13 @@ def test_against_autodiff_of_plain_forward_dynamics():
         Hvv = jax.jacfwd(jax.jacfwd(fd, 1), 1)(z, v, tau)
         return fo, (Hqq, Hvv, Hqv, Hqt)
 
-    (fo_ref, so_ref), fo, so = jax.jit(lambda: (oracle(), forward_dynamics_derivatives(m, q, v, tau),
-                                                forward_dynamics_second_order_derivatives(m, q, v, tau)))()  # fmt: skip
+    (fo_ref, so_ref), fo, so = jax.jit(
+        lambda: (
+            oracle(),
+            forward_dynamics_derivatives(m, q, v, tau),
+            forward_dynamics_second_order_derivatives(m, q, v, tau),
+        )
+    )()
     for x, r in zip(fo + so, fo_ref + so_ref):
         assert relative_error(x, r) < 1e-9
     assert float(jnp.max(jnp.abs(so_ref[0]))) > 1e-2

@@ -48,22 +48,42 @@ def test_fixed_body_is_merged():
     rng = np.random.default_rng(0)
     place = np.eye(4)
     place[:3, 3] = [0.2, -0.1, 0.3]
-    place[:3, :3] = np.asarray(rigid.joints.quat_to_rotation(np.array([0.8, 0.2, -0.5, 0.3]) / np.linalg.norm([0.8, 0.2, -0.5, 0.3])))
+    place[:3, :3] = np.asarray(
+        rigid.joints.quat_to_rotation(np.array([0.8, 0.2, -0.5, 0.3]) / np.linalg.norm([0.8, 0.2, -0.5, 0.3]))
+    )
     models = []
     for jtype in ("fixed", "revolute"):
         b = rigid.ModelBuilder()
         b.add_body("base", None, "spherical", mass=2.0, com=(0.1, 0, 0), inertia=np.diag([0.1, 0.2, 0.3]))
-        b.add_body("tip", "base", jtype, axis=(0, 1, 0), placement=place, mass=0.7, com=(0.0, 0.1, 0.05),
-                   inertia=np.diag([0.01, 0.02, 0.015]))  # fmt: skip
-        b.add_body("child", "tip", "revolute", axis=(1, 0, 0), placement=place, mass=0.3, com=(0.1, 0, 0),
-                   inertia=np.diag([0.01, 0.01, 0.01]))  # fmt: skip
+        b.add_body(
+            "tip",
+            "base",
+            jtype,
+            axis=(0, 1, 0),
+            placement=place,
+            mass=0.7,
+            com=(0.0, 0.1, 0.05),
+            inertia=np.diag([0.01, 0.02, 0.015]),
+        )
+        b.add_body(
+            "child",
+            "tip",
+            "revolute",
+            axis=(1, 0, 0),
+            placement=place,
+            mass=0.3,
+            com=(0.1, 0, 0),
+            inertia=np.diag([0.01, 0.01, 0.01]),
+        )
         models.append(b.build())
     merged, full = models
     assert merged.nb == 2 and full.nb == 3
-    q = jnp.concatenate([jnp.array([0.9, 0.1, -0.3, 0.2]) / jnp.linalg.norm(jnp.array([0.9, 0.1, -0.3, 0.2])), jnp.array([0.4])])
+    q = jnp.concatenate(
+        [jnp.array([0.9, 0.1, -0.3, 0.2]) / jnp.linalg.norm(jnp.array([0.9, 0.1, -0.3, 0.2])), jnp.array([0.4])]
+    )
     v, a = jnp.asarray(rng.normal(size=4)), jnp.asarray(rng.normal(size=4))
     tau_merged = jit["rnea"](merged, q, v, a)
-    insert = lambda x, val: jnp.concatenate([x[:3], jnp.array([val]), x[3:]])  # noqa: E731
+    insert = lambda x, val: jnp.concatenate([x[:3], jnp.array([val]), x[3:]])
     tau_full = jit["rnea"](full, jnp.concatenate([q[:4], jnp.array([0.0]), q[4:]]), insert(v, 0.0), insert(a, 0.0))
     np.testing.assert_allclose(tau_merged, jnp.concatenate([tau_full[:3], tau_full[4:]]), rtol=1e-12, atol=1e-12)
 

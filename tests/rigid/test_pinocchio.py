@@ -43,7 +43,7 @@ def robot_path(name: str) -> str:
     return str(path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ours(name: str):
     m = rigid.from_urdf(robot_path(name), floating_base=ROBOTS[name][1])
 
@@ -78,8 +78,12 @@ def test_against_pinocchio(name):
     q, v, a = interop.from_pinocchio(m, q_pin, v_pin, a_pin)
     tau, M, dq, dv = (np.asarray(x) for x in compute(q, v, a, f_ext))
     p = interop.velocity_permutation(m)
-    for ours, theirs, what in ((tau[p], tau_p, "tau"), (M[p][:, p], M_p, "M"), (dq[p][:, p], dq_p, "dtau_dq"),
-                               (dv[p][:, p], dv_p, "dtau_dv")):  # fmt: skip
+    for ours, theirs, what in (
+        (tau[p], tau_p, "tau"),
+        (M[p][:, p], M_p, "M"),
+        (dq[p][:, p], dq_p, "dtau_dq"),
+        (dv[p][:, p], dv_p, "dtau_dv"),
+    ):
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9 * np.abs(theirs).max(), err_msg=what)
     # the round trip of the state conversion
     back = interop.to_pinocchio(m, q, v, a)

@@ -33,7 +33,7 @@ ENTRY_POINTS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _model() -> rigid.Model:
     """A free joint 'torso' (q[3:7]), a spherical joint 'b0' (q[7:11]) and a revolute joint: small, quick to compile."""
     b = rigid.ModelBuilder()
@@ -76,8 +76,12 @@ def test_zero_quaternion_is_rejected_under_jit(fname):
 def test_spherical_joint_eager_vmap_and_tolerance():
     m, (q, v, a, f) = _state()
     s = _quaternion(m, "b0")
-    with pytest.raises(ERRORS, match=re.escape(f"rnea: q[{s.start}:{s.stop}], the quaternion (w, x, y, z) of "
-                                               f"spherical joint 'b0', does not have unit norm")):  # fmt: skip
+    with pytest.raises(
+        ERRORS,
+        match=re.escape(
+            f"rnea: q[{s.start}:{s.stop}], the quaternion (w, x, y, z) of spherical joint 'b0', does not have unit norm"
+        ),
+    ):
         rigid.rnea(m, q.at[s].multiply(1.001), v, a, f)
     batched = _compiled(jax.vmap(lambda q: rigid.rnea(m, q, v, a, f)), jnp.stack([q, q]))
     with pytest.raises(ERRORS, match="quaternion"):  # one bad configuration in a batch
@@ -98,8 +102,9 @@ def test_difference_names_its_argument():
 def test_check_changes_no_number_nor_derivative():
     m, (q, v, a, f) = _state()
     unchecked = _rnea_differentiable  # rigid.rnea without the checks (same custom_jvp rule)
-    np.testing.assert_array_equal(_compiled(rigid.rnea, m, q, v, a, f)(m, q, v, a, f),
-                                  _compiled(unchecked, m, q, v, a, f)(m, q, v, a, f))  # fmt: skip
+    np.testing.assert_array_equal(
+        _compiled(rigid.rnea, m, q, v, a, f)(m, q, v, a, f), _compiled(unchecked, m, q, v, a, f)(m, q, v, a, f)
+    )
     grad = _compiled(jax.grad(lambda q: rigid.rnea(m, q, v, a, f) @ v), q)(q)
     ref = _compiled(jax.grad(lambda q: unchecked(m, q, v, a, f) @ v), q)(q)
     np.testing.assert_allclose(grad, ref, rtol=1e-12, atol=1e-12 * float(jnp.abs(ref).max()))

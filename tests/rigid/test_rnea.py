@@ -16,7 +16,7 @@ from tests.rigid import reference
 from tests.rigid.conftest import MODEL_NAMES, jit, model, random_state
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _batched(fn_name: str, name: str):
     m = model(name)
     fns = {
@@ -100,8 +100,9 @@ def test_rnea_autodiff_is_rnea_without_rules():
     m = model("floating")
     q, v, a, f = random_state(m, seed=6)
     calls = sum(RULE_CALLS.values())
-    tau, dtau_dv = jax.jit(lambda: (rigid.rnea_autodiff(m, q, v, a, f),
-                                    jax.jacfwd(lambda x: rigid.rnea_autodiff(m, q, x, a, f))(v)))()  # fmt: skip
+    tau, dtau_dv = jax.jit(
+        lambda: (rigid.rnea_autodiff(m, q, v, a, f), jax.jacfwd(lambda x: rigid.rnea_autodiff(m, q, x, a, f))(v))
+    )()
     assert sum(RULE_CALLS.values()) == calls
     np.testing.assert_allclose(tau, jit["rnea"](m, q, v, a, f), rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(dtau_dv, rigid.rnea_derivatives(m, q, v, a, f)[1], rtol=1e-11, atol=1e-11)

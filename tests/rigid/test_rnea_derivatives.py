@@ -110,6 +110,7 @@ def test_inertia_parts_and_coriolis_blocks():
     from jaxse3.rigid._spatial import CoriolisBlocks
 
     rng = np.random.default_rng(3)
+
     def hat(x):
         return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
@@ -130,6 +131,10 @@ def test_inertia_parts_and_coriolis_blocks():
         B = -cross_m.T @ Iw - Iw @ cross_m + bar  # x×* = −(x×)ᵀ
         blocks = CoriolisBlocks.of(world, jnp.asarray(x), world.apply(jnp.asarray(x)))
         y = rng.normal(size=6)
-        for ours, ref in ((blocks.matrix(), B), (blocks.apply(jnp.asarray(y)), B @ y), (blocks.apply_transpose(jnp.asarray(y)), B.T @ y)):
+        for ours, ref in (
+            (blocks.matrix(), B),
+            (blocks.apply(jnp.asarray(y)), B @ y),
+            (blocks.apply_transpose(jnp.asarray(y)), B.T @ y),
+        ):
             np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(B).max())
         assert np.abs(B[:, 3:]).max() < 1e-12 * np.abs(B).max()  # the vanishing right block column

@@ -31,7 +31,7 @@ def test_against_nested_autodiff(name):
     assert float(jnp.max(jnp.abs(ref[3]))) > 1.0  # the comparison is not vacuous
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _so(name):
     m = conftest.model(name)
     return jax.jit(lambda q, v, a: rnea_second_order_derivatives(m, q, v, a))
@@ -54,8 +54,12 @@ def test_against_central_differences_of_first_order():
         z = jnp.zeros(m.nv)
         dq = cd(lambda e: fo(e, z, z))
         dv = cd(lambda e: fo(z, e, z))
-        return (jnp.moveaxis(dq[:, 0], 0, 2), jnp.moveaxis(dv[:, 1], 0, 2), jnp.moveaxis(dv[:, 0], 0, 2),
-                jnp.moveaxis(dq[:, 2], 0, 2))  # fmt: skip
+        return (
+            jnp.moveaxis(dq[:, 0], 0, 2),
+            jnp.moveaxis(dv[:, 1], 0, 2),
+            jnp.moveaxis(dv[:, 0], 0, 2),
+            jnp.moveaxis(dq[:, 2], 0, 2),
+        )
 
     for label, x, r in zip(NAMES, _so("floating")(q, v, a), fd()):
         assert relative_error(x, r) < 1e-7, label
@@ -65,9 +69,13 @@ def _bracket_coordinates(jtype):
     """c[x, y, :] = coordinates of e_x × e_y (spatial cross product of the joint's local basis)."""
     n = 3 if jtype == "spherical" else 6
     E = jnp.eye(6)[:n]
-    cross = jax.vmap(jax.vmap(lambda x, y: jnp.concatenate([jnp.cross(x[:3], y[:3]),
-                                                              jnp.cross(x[:3], y[3:]) + jnp.cross(x[3:], y[:3])]),
-                              (None, 0)), (0, None))(E, E)  # fmt: skip
+    cross = jax.vmap(
+        jax.vmap(
+            lambda x, y: jnp.concatenate([jnp.cross(x[:3], y[:3]), jnp.cross(x[:3], y[3:]) + jnp.cross(x[3:], y[:3])]),
+            (None, 0),
+        ),
+        (0, None),
+    )(E, E)
     return cross[..., :n]
 
 
@@ -136,8 +144,11 @@ def test_contractions_match_tensors_under_jit_and_vmap(name):
     @jax.vmap
     def both(q, v, a, dq, dv, da):
         Hqq, Hvv, Hqv, dM = rnea_second_order_derivatives(m, q, v, a)
-        tensors = (Hqq @ dq + Hqv @ dv + jnp.einsum("ilj,l->ij", dM, da),
-                   jnp.einsum("ikj,k->ij", Hqv, dq) + Hvv @ dv, dM @ dq)  # fmt: skip
+        tensors = (
+            Hqq @ dq + Hqv @ dv + jnp.einsum("ilj,l->ij", dM, da),
+            jnp.einsum("ikj,k->ij", Hqv, dq) + Hvv @ dv,
+            dM @ dq,
+        )
         return tensors, second_order_contractions(m, q, v, a, None, dq, dv, da)
 
     tensors, contracted = both(q, v, a, dq, dv, da)

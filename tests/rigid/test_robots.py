@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("urdf_parser_py")
 
-from jaxse3 import rigid  # noqa: E402
-from jaxse3.rigid import _robots, interop  # noqa: E402
+from jaxse3 import rigid
+from jaxse3.rigid import _robots, interop
 
 
 def _robots_dir():
@@ -26,8 +26,11 @@ def _robots_dir():
 
 
 def test_unknown_name_lists_the_valid_ones():
-    with pytest.raises(ValueError, match=r"unknown robot 'solo' \(did you mean 'solo8' or 'solo12'\?\); valid names: "
-                                         r"a1, .*, anymal_c, .*, ur5, .*, z1$"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"unknown robot 'solo' \(did you mean 'solo8' or 'solo12'\?\); valid names: "
+        r"a1, .*, anymal_c, .*, ur5, .*, z1$",
+    ):
         rigid.example_robot("solo")
     with pytest.raises(ValueError, match="unknown robot 'qwertz'; valid names: a1, "):
         rigid.example_robot_path("qwertz")

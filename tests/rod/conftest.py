@@ -22,18 +22,26 @@ def _tilted_base():
     return jnp.asarray(g)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_rod(magnus_order: int = 4, gravity: bool = True, damping: float = 50.0) -> Rod:
     """15 DoF (Legendre 2 angular / 1 linear), 3 Gauss points, tapered, one tapered and one helical tendon."""
     rb, rt, L = 0.02, 0.012, 0.4
-    r = lambda X: rb + (rt - rb) * X / L  # noqa: E731
+    r = lambda X: rb + (rt - rb) * X / L
     tendons = (
         Tendon(lambda X, _: jnp.stack([0.5 * r(X), 0.8 * r(X)])),
         Tendon(lambda X, _: jnp.stack([rt * jnp.sin(5 * X / L), -rt * jnp.cos(5 * X / L)])),
     )
-    return Rod(L, CircularSection(rb, rt), Material(E=2e5, rho=1100.0, nu=0.45, damping=damping),
-               LegendreBasis((2, 2, 2, 1, 1, 1)), n_gauss=3, magnus_order=magnus_order, tendons=tendons,
-               gravity=(0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0), base_pose=_tilted_base())  # fmt: skip
+    return Rod(
+        L,
+        CircularSection(rb, rt),
+        Material(E=2e5, rho=1100.0, nu=0.45, damping=damping),
+        LegendreBasis((2, 2, 2, 1, 1, 1)),
+        n_gauss=3,
+        magnus_order=magnus_order,
+        tendons=tendons,
+        gravity=(0.0, 0.0, -9.81) if gravity else (0.0, 0.0, 0.0),
+        base_pose=_tilted_base(),
+    )
 
 
 def random_state(rod: Rod, seed: int, scale: float = 0.4):
@@ -41,7 +49,12 @@ def random_state(rod: Rod, seed: int, scale: float = 0.4):
     k = jax.random.split(jax.random.PRNGKey(seed), 4)
     n = rod.n_dof
     q = scale * jax.random.normal(k[0], (n,))
-    return q, jax.random.normal(k[1], (n,)), jax.random.normal(k[2], (n,)), 5.0 * jax.random.uniform(k[3], (rod.n_tendons,))
+    return (
+        q,
+        jax.random.normal(k[1], (n,)),
+        jax.random.normal(k[2], (n,)),
+        5.0 * jax.random.uniform(k[3], (rod.n_tendons,)),
+    )
 
 
 def relative_error(a, b) -> float:

@@ -93,9 +93,10 @@ def kane(rod, q, qd):
     grav = jnp.concatenate([jnp.zeros(3), rod.gravity])
     Mk = rod.inertia
     M = jnp.einsum("kin,kij,kjm->nm", J, Mk, J)
-    adstar = lambda e: -ad(e).T  # noqa: E731
-    bias = jnp.stack([Mk[k] @ Jdqd[k] + adstar(eta[k]) @ Mk[k] @ eta[k] - Mk[k] @ Ad_inv(g[k]) @ grav
-                      for k in range(rod.n_points)])  # fmt: skip
+    adstar = lambda e: -ad(e).T
+    bias = jnp.stack(
+        [Mk[k] @ Jdqd[k] + adstar(eta[k]) @ Mk[k] @ eta[k] - Mk[k] @ Ad_inv(g[k]) @ grav for k in range(rod.n_points)]
+    )
     return M, -jnp.einsum("kin,ki->n", J, bias)
 
 
@@ -170,7 +171,7 @@ def integrate_pose(strain, length, base=None, rtol=1e-13):
         return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
     def rhs(X, y):
-        R, r = y[:9].reshape(3, 3), y[9:]
+        R = y[:9].reshape(3, 3)
         xi = np.asarray(strain(X))
         return np.concatenate([(R @ sk(xi[:3])).ravel(), R @ xi[3:]])
 

@@ -76,10 +76,12 @@ def test_cdm_rod_data():
     G, E = 1e6 / 3, 1e6
     i = 5  # first bend_y mode
     Xq = np.linspace(0, 0.5, 20001)
-    np.testing.assert_allclose(float(rod.stiffness[i, i]), np.trapezoid(E * np.pi * (0.03 - 0.03 * Xq) ** 4 / 4, Xq),
-                               rtol=1e-7)  # fmt: skip
-    np.testing.assert_allclose(float(rod.stiffness[0, 0]), np.trapezoid(G * np.pi * (0.03 - 0.03 * Xq) ** 4 / 2, Xq),
-                               rtol=1e-7)  # fmt: skip
+    np.testing.assert_allclose(
+        float(rod.stiffness[i, i]), np.trapezoid(E * np.pi * (0.03 - 0.03 * Xq) ** 4 / 4, Xq), rtol=1e-7
+    )
+    np.testing.assert_allclose(
+        float(rod.stiffness[0, 0]), np.trapezoid(G * np.pi * (0.03 - 0.03 * Xq) ** 4 / 2, Xq), rtol=1e-7
+    )
     # tendon routes of Table 2: cable 1 at z = r(X), helix 4 at radius r_t with d′ of the helix
     np.testing.assert_allclose(rod.tendon_d[0, :, 2], r, atol=1e-15)
     np.testing.assert_allclose(np.linalg.norm(rod.tendon_d[3], axis=1), 0.015, atol=1e-15)
@@ -91,8 +93,9 @@ def test_cdm_rod_data():
 def test_sections_and_material():
     rect = R.RectangularSection(0.02, 0.01)
     A, Jx, Jy, Jz = rect.moments(jnp.zeros(2), 1.0)
-    np.testing.assert_allclose([A[0], Jy[0], Jz[0], Jx[0]], [2e-4, 0.02 * 1e-6 / 12, 0.01 * 8e-6 / 12,
-                                                            (0.02e-6 + 0.08e-6) / 12], rtol=1e-13)  # fmt: skip
+    np.testing.assert_allclose(
+        [A[0], Jy[0], Jz[0], Jx[0]], [2e-4, 0.02 * 1e-6 / 12, 0.01 * 8e-6 / 12, (0.02e-6 + 0.08e-6) / 12], rtol=1e-13
+    )
     m = R.Material(E=3.0, rho=1.0, nu=0.5)
     assert abs(float(m.G) - 1.0) < 1e-15
     assert float(R.Material(E=3.0, rho=1.0, G=0.7).G) == 0.7

@@ -26,8 +26,9 @@ def _loads(rod, q):
     reach = jnp.linalg.norm(g[:, :2, 3], axis=1) + rod.contact_radius
     rc = float(jnp.sort(reach)[len(reach) // 2]) - 1e-3  # about half the points penetrate
     contact = (jnp.asarray(rc), jnp.asarray(2e3), jnp.asarray(1.5))
-    return R.Loads(local=local, world=world, contact=CylinderContact(*contact)), dict(local=local, world=world,
-                                                                                      contact=contact)  # fmt: skip
+    return R.Loads(local=local, world=world, contact=CylinderContact(*contact)), dict(
+        local=local, world=world, contact=contact
+    )
 
 
 def _tau_all(rod, q, qd, u, loads):
@@ -39,13 +40,13 @@ _tau = jax.jit(_tau_all)
 
 @jax.jit
 def _ref_tau_oracles(rod, q, qd, u, plain):
-    f = lambda x: ref.generalized_forces(rod, x, qd, u, **plain)  # noqa: E731
+    f = lambda x: ref.generalized_forces(rod, x, qd, u, **plain)
     return f(q), jax.jacfwd(f)(q), ref.central_difference(f, q)
 
 
 @jax.jit
 def _ref_fd_oracles(rod, q, qd, u, plain):
-    f = lambda a, b: ref.forward_dynamics(rod, a, b, u, **plain)  # noqa: E731
+    f = lambda a, b: ref.forward_dynamics(rod, a, b, u, **plain)
     return (f(q, qd),) + jax.jacfwd(f, argnums=(0, 1))(q, qd)
 
 
@@ -56,8 +57,10 @@ def _fd_central(rod, q, qd, u, loads):
 
 @jax.jit
 def _actuation_oracles(rod, q, u):
-    f = lambda x: ref.actuation(rod, x, u)  # noqa: E731
+    f = lambda x: ref.actuation(rod, x, u)
     return f(q), jax.jacfwd(f)(q), ref.central_difference(f, q)
+
+
 _tau_derivs = jax.jit(R.generalized_forces_derivatives)
 _fd = jax.jit(R.forward_dynamics)
 _fd_jac = jax.jit(R.forward_dynamics_jacobians)
@@ -154,7 +157,9 @@ def test_custom_rules_are_used_by_jacfwd():
     assert R.ROD_RULE_CALLS["forward_dynamics"] > before.get("forward_dynamics", 0)
     assert R.ROD_RULE_CALLS["generalized_forces"] > before.get("generalized_forces", 0)
     Aq, Aqd = _fd_jac(rod, q, qd, u, loads)
-    assert relative_error(Jq, Aq) < 1e-11 and relative_error(Jqd, Aqd) < 1e-11  # same formulas, other order of operations
+    assert (
+        relative_error(Jq, Aq) < 1e-11 and relative_error(Jqd, Aqd) < 1e-11
+    )  # same formulas, other order of operations
     M = R.mass_matrix(rod, q)
     assert relative_error(M @ Ju, R.actuation_matrix(rod, q)) < 1e-10
     Bq, Bqd = _tau_derivs(rod, q, qd, u, loads)

@@ -63,7 +63,7 @@ def test_derivatives_against_autodiff_of_kane_and_central_differences():
 
 def test_mass_matrix_symmetric_positive_definite_and_equal_to_kane():
     rod = small_rod()
-    for name, (q, qd, qdd) in _states(rod).items():
+    for name, (q, qd, _qdd) in _states(rod).items():
         M = _mass(rod, q)
         Mk, _ = _ref_kane(rod, q, qd)
         assert relative_error(M, Mk) < 1e-12, name

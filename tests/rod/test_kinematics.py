@@ -37,7 +37,9 @@ def test_tangent_operator_is_the_papers_series_and_satisfies_B14():
         np.testing.assert_allclose(T, series, atol=1e-14)
     # B14: d/dt exp(Ω(t)) = exp(Ω)·(Ad⁻¹_{exp Ω} T(Ω) Ω̇)^
     Om, dOm, eps = rng.normal(size=6), rng.normal(size=6), 1e-6
-    d = (expm(np.asarray(ref.hat(jnp.asarray(Om + eps * dOm)))) - expm(np.asarray(ref.hat(jnp.asarray(Om - eps * dOm))))) / (2 * eps)
+    d = (
+        expm(np.asarray(ref.hat(jnp.asarray(Om + eps * dOm)))) - expm(np.asarray(ref.hat(jnp.asarray(Om - eps * dOm))))
+    ) / (2 * eps)
     g = expm(np.asarray(ref.hat(jnp.asarray(Om))))
     body = np.asarray(ref.Ad_inv(jnp.asarray(g))) @ np.asarray(R.tangent_operator(jnp.asarray(Om))) @ dOm
     np.testing.assert_allclose(d, g @ np.asarray(ref.hat(jnp.asarray(body))), atol=1e-8)
@@ -70,11 +72,15 @@ def test_magnus_Z_and_its_derivatives_are_the_q_derivatives(order):
 @jax.jit
 def _joint_terms_and_oracles(rod, q, qd, qdd):
     jt = joints(rod, q, qd, qdd, derivatives=True)
-    S = lambda q: joints(rod, q).S  # noqa: E731
-    Sd = lambda q: joints(rod, q, qd).Sd  # noqa: E731
+    S = lambda q: joints(rod, q).S
+    Sd = lambda q: joints(rod, q, qd).Sd
     got = (jt.dS_qd, jt.dS_qdd, jt.dSd_qd, jt.Sd)
-    want = (jax.jacfwd(lambda q: S(q) @ qd)(q), jax.jacfwd(lambda q: S(q) @ qdd)(q),
-            jax.jacfwd(lambda q: Sd(q) @ qd)(q), jax.jvp(S, (q,), (qd,))[1])  # Ṡ = time derivative along q̇ (C21)
+    want = (
+        jax.jacfwd(lambda q: S(q) @ qd)(q),
+        jax.jacfwd(lambda q: S(q) @ qdd)(q),
+        jax.jacfwd(lambda q: Sd(q) @ qd)(q),
+        jax.jvp(S, (q,), (qd,))[1],
+    )  # Ṡ = time derivative along q̇ (C21)
     return got, want
 
 

@@ -17,8 +17,16 @@ E, RHO, RADIUS, L = 1e6, 1000.0, 0.01, 0.5
 
 
 def _uniform_rod(orders, gravity=(0.0, 0.0, 0.0), tendons=(), base_pose=None, E=E):
-    return R.Rod(L, R.CircularSection(RADIUS), R.Material(E, RHO, nu=0.5), R.LegendreBasis(orders), n_gauss=4,
-                 tendons=tendons, gravity=gravity, base_pose=base_pose)  # fmt: skip
+    return R.Rod(
+        L,
+        R.CircularSection(RADIUS),
+        R.Material(E, RHO, nu=0.5),
+        R.LegendreBasis(orders),
+        n_gauss=4,
+        tendons=tendons,
+        gravity=gravity,
+        base_pose=base_pose,
+    )
 
 
 @functools.partial(jax.jit, static_argnames="iters")
@@ -82,8 +90,12 @@ def test_tendon_shortens_its_side_and_bends_the_rod_towards_it():
 def test_contact_keeps_the_rod_inside_the_cylinder():
     down = jnp.eye(4).at[:3, :3].set(jnp.array([[0.0, 0, 1], [0, 1, 0], [-1, 0, 0]]))  # hanging along −z
     r_t = 0.6 * RADIUS
-    rod = _uniform_rod((1, 2, 2, 1, 1, 1), gravity=(0.0, 0.0, -9.81), base_pose=down,
-                       tendons=(R.Tendon(lambda X, _: jnp.stack([0.0 * X, r_t + 0.0 * X])),))  # fmt: skip
+    rod = _uniform_rod(
+        (1, 2, 2, 1, 1, 1),
+        gravity=(0.0, 0.0, -9.81),
+        base_pose=down,
+        tendons=(R.Tendon(lambda X, _: jnp.stack([0.0 * X, r_t + 0.0 * X])),),
+    )
     u = jnp.array([0.8])
     q_free, res_free = _statics(rod, u, None, jnp.zeros(rod.n_dof))
     reach_free = jnp.linalg.norm(R.forward_kinematics(rod, q_free)[:, :2, 3], axis=1) + rod.contact_radius
@@ -128,9 +140,17 @@ def test_energy_conserved_in_a_short_dopri8_run():
     def f(t, y, args):
         return jnp.concatenate([y[n:], R.forward_dynamics(rod, y[:n], y[n:])])
 
-    sol = diffrax.diffeqsolve(diffrax.ODETerm(f), diffrax.Dopri8(), 0.0, 0.05, 1e-4, jnp.concatenate([q0, qd0]),
-                              stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-12),
-                              saveat=diffrax.SaveAt(ts=jnp.linspace(0, 0.05, 6)), max_steps=200000)  # fmt: skip
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f),
+        diffrax.Dopri8(),
+        0.0,
+        0.05,
+        1e-4,
+        jnp.concatenate([q0, qd0]),
+        stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-12),
+        saveat=diffrax.SaveAt(ts=jnp.linspace(0, 0.05, 6)),
+        max_steps=200000,
+    )
     Es = jnp.array([_energy(rod, y[:n], y[n:]) for y in sol.ys])
     kinetic = 0.5 * qd0 @ R.mass_matrix(rod, q0) @ qd0
     assert float(jnp.max(jnp.abs(Es - Es[0]))) < 1e-7 * float(kinetic)

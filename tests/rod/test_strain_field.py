@@ -23,7 +23,7 @@ from tests.conftest import FAST_COMPILE
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def example():
     """The §7 example script (its fields and studies are under test here)."""
     spec = importlib.util.spec_from_file_location("strain_field_rod_example", ROOT / "examples" / "strain_field_rod.py")
@@ -81,20 +81,25 @@ def _fast(f, *args):
     return jax.jit(f).lower(*args).compile(FAST_COMPILE)(*args)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _density_derivs():
     """Closed forms, and jax.grad/jax.hessian through the custom_jvp rules, of V̄ in (X, X′), vmapped, compiled
     (FAST_COMPILE) for the points of points_with_zero_rotation."""
 
     def one(X, dX, K, chi0):
         z = jnp.concatenate([X, dX])
-        f = lambda z: sf.energy_density(z[:6], z[6:], K, chi0)  # noqa: E731
-        return (sf.energy_density(X, dX, K, chi0), sf.energy_density_grad(X, dX, K, chi0),
-                sf.energy_density_hess(X, dX, K, chi0), jax.grad(f)(z), jax.hessian(f)(z))
+        f = lambda z: sf.energy_density(z[:6], z[6:], K, chi0)
+        return (
+            sf.energy_density(X, dX, K, chi0),
+            sf.energy_density_grad(X, dX, K, chi0),
+            sf.energy_density_hess(X, dX, K, chi0),
+            jax.grad(f)(z),
+            jax.hessian(f)(z),
+        )
 
     def plain(X, dX, K, chi0):
         z = jnp.concatenate([X, dX])
-        f = lambda z: density_plain(z[:6], z[6:], K, chi0)  # noqa: E731
+        f = lambda z: density_plain(z[:6], z[6:], K, chi0)
         return f(z), jax.grad(f)(z), jax.hessian(f)(z)
 
     example = (*points_with_zero_rotation(), K_TEST, CHI0_TEST)
@@ -130,6 +135,7 @@ def test_hessian_runs_the_closed_form_rules():
     assert RULE_CALLS["rod.energy_density_grad"] > mid
     np.testing.assert_allclose(g, sf.energy_gradient(rod, c), rtol=1e-12, atol=1e-12 * float(jnp.abs(g).max()))
     np.testing.assert_allclose(H, sf.energy_hessian(rod, c), rtol=1e-12, atol=1e-12 * float(jnp.abs(H).max()))
+
     # and against the plain reference energy (Gauss–Legendre sum written here)
     def plain_energy(c):
         X, dX = rod.basis0 @ c, rod.basis1 @ c
@@ -155,7 +161,7 @@ def test_material_tangents_against_finite_differences():
     np.testing.assert_allclose(tan, fd, rtol=1e-7, atol=1e-7 * float(jnp.abs(fd).max()))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rates_vs_autodiff():
     """χ′, χ″ by the formulas (with D_{−X}) vs d/dτ, d²/dτ² of the plain strain χ(τ) = dexp_{−X}X′ (series dexp)."""
     coef = jax.random.normal(jax.random.PRNGKey(7), (4, 6))
@@ -171,8 +177,8 @@ def _rates_vs_autodiff():
     def run(taus):
         d = sf.field_derivatives(field, taus, 3)
         got = sf.strain_rates(d[:, 0], d[:, 1], d[:, 2], d[:, 3])
-        d1 = lambda t: jax.jvp(chi_plain, (t,), (1.0,))[1]  # noqa: E731
-        d2 = lambda t: jax.jvp(d1, (t,), (1.0,))[1]  # noqa: E731
+        d1 = lambda t: jax.jvp(chi_plain, (t,), (1.0,))[1]
+        d2 = lambda t: jax.jvp(d1, (t,), (1.0,))[1]
         want = jnp.stack([jax.vmap(chi_plain)(taus), jax.vmap(d1)(taus), jax.vmap(d2)(taus)], axis=1)
         return got, want, sf.strain(d[:, 0], d[:, 1])
 

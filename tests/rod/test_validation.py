@@ -13,8 +13,14 @@ CDM_ORDERS = (4, 4, 4, 2, 2, 2)
 
 
 def _rod(length=0.3, section=None, material=None, basis=None, n_gauss=3, **kwargs):
-    return R.Rod(length, section or R.CircularSection(0.01), material or R.Material(1e5, 1e3),
-                 basis or R.LegendreBasis((1, 1, 1, 0, 0, 0)), n_gauss, **kwargs)  # fmt: skip
+    return R.Rod(
+        length,
+        section or R.CircularSection(0.01),
+        material or R.Material(1e5, 1e3),
+        basis or R.LegendreBasis((1, 1, 1, 0, 0, 0)),
+        n_gauss,
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize(
@@ -36,11 +42,13 @@ def _rod(length=0.3, section=None, material=None, basis=None, n_gauss=3, **kwarg
         (lambda: R.Material(float("nan"), 1e3), "Material: 'E' must be positive, got nan"),
         (lambda: _rod(gravity=(0.0, 0.0, float("inf"))), "Rod: 'gravity' must be finite"),
         (lambda: _rod(base_pose=np.full((4, 4), np.nan)), "Rod: 'base_pose' must be finite"),
-        (lambda: _rod(section=R.CircularSection(lambda X, L: 0.01 * (1 - X / L))),
-         "Rod: 'section' must have a positive area at every computational point"),
+        (
+            lambda: _rod(section=R.CircularSection(lambda X, L: 0.01 * (1 - X / L))),
+            "Rod: 'section' must have a positive area at every computational point",
+        ),
         (lambda: R.UserBasis(lambda X, L: jnp.zeros((6, 1)), 0), "UserBasis: 'n_dof' must be a positive int, got 0"),
     ],
-)  # fmt: skip
+)
 def test_nonsense_values_are_rejected(build, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         build()
@@ -55,8 +63,12 @@ def test_boundary_values_are_accepted():
 @pytest.mark.parametrize("basis_cls", [R.LegendreBasis, R.MonomialBasis])
 def test_too_few_gauss_points_for_the_basis(basis_cls):
     """Each strain component's stiffness block is a sum of n_gauss rank-one terms: singular when n_gauss < p + 1."""
-    with pytest.raises(ValueError, match=re.escape(f"Rod: 'n_gauss' must be at least 5 (highest order + 1) for "
-                                                   f"{basis_cls.__name__}(4, 4, 4, 2, 2, 2), got 4")):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"Rod: 'n_gauss' must be at least 5 (highest order + 1) for {basis_cls.__name__}(4, 4, 4, 2, 2, 2), got 4"
+        ),
+    ):
         _rod(basis=basis_cls(CDM_ORDERS), n_gauss=4)
     with pytest.raises(ValueError, match="'n_gauss' must be at least 3"):
         _rod(basis=basis_cls((None, 2, 2, None, None, None)), n_gauss=2)

@@ -36,6 +36,11 @@ def make(n=4, n_inputs=2, g=0.5, damping=0.3, seed=0, stiffness=1.0) -> System:
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(n, n))
     K = stiffness * (np.eye(n) * 3 + 0.3 * (A + A.T) / 2)
-    params = Params(M=jnp.asarray(np.eye(n) + 0.1 * A @ A.T), K=jnp.asarray(K), D=jnp.asarray(damping * np.eye(n)),
-                    B=jnp.asarray(rng.normal(size=(n, n_inputs))), g=jnp.asarray(g))
+    params = Params(
+        M=jnp.asarray(np.eye(n) + 0.1 * A @ A.T),
+        K=jnp.asarray(K),
+        D=jnp.asarray(damping * np.eye(n)),
+        B=jnp.asarray(rng.normal(size=(n, n_inputs))),
+        g=jnp.asarray(g),
+    )
     return System(params, forward_dynamics, residual, points, n, n_inputs)

@@ -29,7 +29,8 @@ def test_batch_of_inputs_and_systems_equals_loop():
 
 
 def test_implicit_batch_equals_loop():
-    """Kvaerno5 with its per-step chord iteration (:class:`jaxse3.sim.dynamics.StepChord`) under vmap: each member keeps its own
+    """Kvaerno5 with its per-step chord iteration (:class:`jaxse3.sim.dynamics.StepChord`) under vmap: each member
+    keeps its own
     adaptive steps and Jacobians, so the batch reproduces single runs."""
     s = standin.make(g=1.5)
     u = jnp.array([[1.0, -0.5], [3.0, 2.0]])

@@ -26,10 +26,17 @@ def _exact_linear(system, u, ts):
     return np.stack([np.linalg.solve(A, (scipy.linalg.expm(A * t) - np.eye(2 * n)) @ b) for t in ts])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(solver, jacobian="analytic", g=0.5, **kw):
-    return simulate(standin.make(g=g), jnp.asarray(U), t_final=T, solver=solver, jacobian=jacobian, n_save=21,
-                    **{"rtol": 1e-9, "atol": 1e-11, **dict(kw)})  # fmt: skip
+    return simulate(
+        standin.make(g=g),
+        jnp.asarray(U),
+        t_final=T,
+        solver=solver,
+        jacobian=jacobian,
+        n_save=21,
+        **{"rtol": 1e-9, "atol": 1e-11, **dict(kw)},
+    )
 
 
 def test_implicit_solver_matches_exact_linear_solution():
@@ -51,7 +58,7 @@ def test_implicit_analytic_equals_explicit_and_finite_difference():
 
 def test_callable_and_sampled_inputs():
     s = standin.make()
-    f = lambda t: jnp.array([jnp.sin(2 * t), 0.5 * jnp.cos(3 * t)])  # noqa: E731
+    f = lambda t: jnp.array([jnp.sin(2 * t), 0.5 * jnp.cos(3 * t)])
     ts = jnp.linspace(0.0, T, 401)
     kw = dict(t_final=T, n_save=11, rtol=1e-8, atol=1e-10, solver="tsit5")
     a = simulate(s, f, **kw)
@@ -102,7 +109,7 @@ def test_non_finite_or_negative_arguments_are_named():
     with pytest.raises(ValueError, match="n_save must be an int"):
         simulate(s, t_final=1.0, n_save=1)
     # inputs that become NaN after t = 0.5 s: named before the solver runs, with the first bad time
-    nan_late = lambda t: jnp.where(t > 0.5, jnp.nan, 1.0) * jnp.ones(2)  # noqa: E731
+    nan_late = lambda t: jnp.where(t > 0.5, jnp.nan, 1.0) * jnp.ones(2)
     with pytest.raises(ValueError, match=r"inputs are non-finite at t = 0\.5\d* s"):
         simulate(s, nan_late, t_final=1.0, n_save=21)
 

@@ -47,7 +47,7 @@ def shooting_tip(F, f=np.zeros(3)):
     return run(m0)[9:12]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rod():
     return sf.StrainFieldRod.from_material(L, E, G, A, I, I, 2 * I, degree=DEGREE)
 
@@ -57,7 +57,7 @@ def newton(tol=1e-12):
     return es.NewtonMinimiser(rtol=jnp.asarray(tol), atol=jnp.asarray(tol))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def solve():
     """One compiled solver (FAST_COMPILE) for every load case: the arrays of rod, loads and tolerances are arguments."""
     arrays, static = eqx.partition((rod(), es.RodLoads(), newton()), eqx.is_array)
@@ -100,7 +100,7 @@ def test_tip_force_and_gravity_against_shooting(gravity):
 
 def test_failure_is_reported():
     """An unreachable tolerance (0) makes the solver stop at round-off or at the step limit: a runtime error."""
-    with pytest.raises(Exception, match="Newton statics: (maximum number of steps|the line search failed)"):
+    with pytest.raises(Exception, match=r"Newton statics: (maximum number of steps|the line search failed)"):
         res, _ = solve()(rod(), es.RodLoads(tip_force=(0.0, -0.7, 0.0)), newton(0.0))
         jax.block_until_ready(res.value)
     with pytest.raises(ValueError, match="coeffs0"):
@@ -119,8 +119,14 @@ def test_tip_force_against_gvs_statics():
 
     w, Lm = 8e-3, L * 1e-3
     F = 2.0 * E * 1e6 * (w**4 / 12) / Lm**2  # the same F L²/(EI) = 2
-    r = gvs.Rod(Lm, gvs.RectangularSection(w, w), gvs.Material(E * 1e6, 1000.0, G=G * 1e6), gvs.LegendreBasis((5,) * 6),
-                n_gauss=8, gravity=(0.0, 0.0, 0.0))
+    r = gvs.Rod(
+        Lm,
+        gvs.RectangularSection(w, w),
+        gvs.Material(E * 1e6, 1000.0, G=G * 1e6),
+        gvs.LegendreBasis((5,) * 6),
+        n_gauss=8,
+        gravity=(0.0, 0.0, 0.0),
+    )
     sys_ = system.rod_system(r, gvs.Loads.at_tip(r, [0.0, 0.0, 0.0, 0.0, -F, 0.0]))
     sol = statics.solve_statics(sys_, jnp.zeros(sys_.n_inputs), load_steps=4)
     assert bool(sol.converged)

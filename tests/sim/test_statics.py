@@ -16,7 +16,7 @@ def _reference(system, u):
     """Independent equilibrium: scipy's hybrd on K q + g sin q = B u, from the linear solution."""
     p = system.params
     K, B, g = np.asarray(p.K), np.asarray(p.B), float(p.g)
-    f = lambda q: K @ q + g * np.sin(q) - B @ np.asarray(u)  # noqa: E731
+    f = lambda q: K @ q + g * np.sin(q) - B @ np.asarray(u)
     return scipy.optimize.fsolve(f, np.linalg.solve(K, B @ np.asarray(u)), xtol=1e-13)
 
 
@@ -28,8 +28,10 @@ def test_linear_statics_is_exact():
     assert bool(sol.converged) and sol.message == "successful"
 
 
-@pytest.mark.parametrize("jacobian, load_steps", [("analytic", None), ("finite-difference", None), ("analytic", 1),
-                                                  ("finite-difference", 1), ("analytic", 3)])  # fmt: skip
+@pytest.mark.parametrize(
+    "jacobian, load_steps",
+    [("analytic", None), ("finite-difference", None), ("analytic", 1), ("finite-difference", 1), ("analytic", 3)],
+)
 def test_nonlinear_statics_matches_reference(jacobian, load_steps):
     s = standin.make(g=1.5)
     sol = solve_statics(s, 3 * U, jacobian=jacobian, load_steps=load_steps)
@@ -90,7 +92,7 @@ def test_derivatives_are_those_of_the_equilibrium(load_steps):
     forward mode, under vmap; q does not depend on the initial guess."""
     s = standin.make(g=1.5)
     K, B, g = (np.asarray(x) for x in (s.params.K, s.params.B, s.params.g))
-    q = lambda u: solve_statics(s, u, load_steps=load_steps).q  # noqa: E731
+    q = lambda u: solve_statics(s, u, load_steps=load_steps).q
     expected = np.linalg.solve(K + g * np.diag(np.cos(np.asarray(q(3 * U)))), B)
     np.testing.assert_allclose(jax.jacrev(q)(3 * U), expected, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(jax.jacfwd(q)(3 * U), expected, rtol=1e-10, atol=1e-12)

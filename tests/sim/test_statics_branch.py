@@ -41,13 +41,19 @@ def elastica_tip(load: str, alpha: float) -> np.ndarray:
     return sol.y[2:, -1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cantilever(load: str, alpha: float):
     """A uniform rod along world x, clamped at the origin, under self-weight (qL³/EI = α) or a tip force
     (PL²/EI = α) along world −z."""
     gravity = alpha * EI / (WEIGHT * LENGTH**3) if load == "weight" else 0.0
-    rod = R.Rod(LENGTH, R.CircularSection(RADIUS), R.Material(E, RHO, nu=0.5), R.LegendreBasis((2, 8, 2, 2, 2, 2)),
-                n_gauss=9, gravity=(0.0, 0.0, -gravity))  # fmt: skip
+    rod = R.Rod(
+        LENGTH,
+        R.CircularSection(RADIUS),
+        R.Material(E, RHO, nu=0.5),
+        R.LegendreBasis((2, 8, 2, 2, 2, 2)),
+        n_gauss=9,
+        gravity=(0.0, 0.0, -gravity),
+    )
     force = alpha * EI / LENGTH**2 if load == "tip" else 0.0
     return rod_system(rod, R.Loads.at_tip(rod, [0.0, 0.0, 0.0, 0.0, 0.0, -force]))
 

@@ -12,9 +12,16 @@ from jaxse3.sim import Trajectory
 def _traj(value: float = 1.0) -> Trajectory:
     n = 5
     points = jnp.full((n, 3, 3), value)
-    return Trajectory(t=jnp.linspace(0.0, 1.0, n), q=jnp.full((n, 2), value), qd=jnp.zeros((n, 2)),
-                      u=jnp.zeros((n, 1)), points=points, tip=points[:, -1], num_steps=jnp.asarray(7),
-                      result=jnp.asarray(0, jnp.int32))  # fmt: skip
+    return Trajectory(
+        t=jnp.linspace(0.0, 1.0, n),
+        q=jnp.full((n, 2), value),
+        qd=jnp.zeros((n, 2)),
+        u=jnp.zeros((n, 1)),
+        points=points,
+        tip=points[:, -1],
+        num_steps=jnp.asarray(7),
+        result=jnp.asarray(0, jnp.int32),
+    )
 
 
 def test_save_without_suffix_loads_back_with_units_and_parameters(tmp_path):

@@ -11,13 +11,26 @@
   pair, spherical 3-bar linkage) with consistent initial conditions.
 """
 
+from jaxse3.rigid.absolute._simulate import Trajectory, simulate
 from jaxse3.rigid.absolute.bodies import SPACES, RigidBody, box
 from jaxse3.rigid.absolute.examples import EXAMPLES, Example, double_pendulum, floating_pair, heavy_top, three_bar
 from jaxse3.rigid.absolute.joints import SphericalJoint, body_joint, ground_joint
-from jaxse3.rigid.absolute._simulate import Trajectory, simulate
 from jaxse3.rigid.absolute.system import MultibodySystem
 
 __all__ = [
-    "SPACES", "RigidBody", "box", "SphericalJoint", "ground_joint", "body_joint", "MultibodySystem", "simulate",
-    "Trajectory", "Example", "EXAMPLES", "heavy_top", "double_pendulum", "floating_pair", "three_bar",
-]  # fmt: skip
+    "SPACES",
+    "RigidBody",
+    "box",
+    "SphericalJoint",
+    "ground_joint",
+    "body_joint",
+    "MultibodySystem",
+    "simulate",
+    "Trajectory",
+    "Example",
+    "EXAMPLES",
+    "heavy_top",
+    "double_pendulum",
+    "floating_pair",
+    "three_bar",
+]

@@ -30,10 +30,10 @@ class Trajectory(NamedTuple):
         energy: ``(T,)`` total energy [J].
     """
 
-    ts: Float[Array, "T"]
+    ts: Float[Array, " T"]
     ys: State
     violations: Float[Array, "T k"]
-    energy: Float[Array, "T"]
+    energy: Float[Array, " T"]
 
 
 def simulate(
@@ -68,9 +68,16 @@ def simulate(
         max_steps = math.ceil(t1 / dt - 1e-9) + 1
     ts = jnp.linspace(0.0, t1, n_save)
     sol = diffrax.diffeqsolve(
-        LieODETerm(system.vector_field), solver, 0.0, t1, dt, y0,
-        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.ConstantStepSize(), max_steps=max_steps,
-    )  # fmt: skip
+        LieODETerm(system.vector_field),
+        solver,
+        0.0,
+        t1,
+        dt,
+        y0,
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.ConstantStepSize(),
+        max_steps=max_steps,
+    )
     violations = jax.vmap(system.joint_violations)(sol.ys)
     energy = jax.vmap(system.energy)(sol.ys)
     return Trajectory(sol.ts, sol.ys, violations, energy)

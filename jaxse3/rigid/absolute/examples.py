@@ -139,5 +139,9 @@ def three_bar(
     return Example("three-bar linkage", system, _initial(system, R, r, omega, rdot), 1e-3, 2.0, (0, 2))
 
 
-EXAMPLES = {"heavy_top": heavy_top, "double_pendulum": double_pendulum, "floating_pair": floating_pair,
-            "three_bar": three_bar}  # fmt: skip
+EXAMPLES = {
+    "heavy_top": heavy_top,
+    "double_pendulum": double_pendulum,
+    "floating_pair": floating_pair,
+    "three_bar": three_bar,
+}

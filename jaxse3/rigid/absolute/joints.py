@@ -18,7 +18,7 @@ digest 004 P8; it is not used.)
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -39,7 +39,7 @@ class SphericalJoint(eqx.Module):
 
     body_i: int = eqx.field(static=True)
     point_i: Float[Array, "3"]
-    body_j: Optional[int] = eqx.field(static=True)
+    body_j: int | None = eqx.field(static=True)
     point_j: Float[Array, "3"]
 
     def __check_init__(self):

@@ -20,7 +20,8 @@ layout (``(V, V̇)``, resp. ``(ω, vˢ, V̇)``), so ``RKMK*(side="body")`` is th
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -73,8 +74,9 @@ class MultibodySystem(eqx.Module):
 
     # ---- state <-> (R, r, V) --------------------------------------------------------------------------------------
 
-    def state(self, R: Float[Array, "n 3 3"], r: Float[Array, "n 3"], omega: Float[Array, "n 3"],
-              rdot: Float[Array, "n 3"]) -> State:
+    def state(
+        self, R: Float[Array, "n 3 3"], r: Float[Array, "n 3"], omega: Float[Array, "n 3"], rdot: Float[Array, "n 3"]
+    ) -> State:
         """State pytree from rotations, COM positions, body angular velocities and spatial COM velocities."""
         n = len(self.bodies)
         for name, a, shape in (("R", R, (n, 3, 3)), ("r", r, (n, 3)), ("omega", omega, (n, 3)), ("rdot", rdot, (n, 3))):
@@ -153,15 +155,15 @@ class MultibodySystem(eqx.Module):
 
     def energy(self, y: State) -> Float[Array, ""]:
         """Total mechanical energy (kinetic + gravitational potential) [J]."""
-        R, r, V = self.unpack(y)
+        _R, r, V = self.unpack(y)
         return sum(b.kinetic_energy(V[i]) + b.potential_energy(r[i], self.gravity) for i, b in enumerate(self.bodies))
 
-    def joint_violations(self, y: State) -> Float[Array, "k"]:
+    def joint_violations(self, y: State) -> Float[Array, " k"]:
         """Position-constraint violation ``‖g‖`` of every joint [m]."""
         R, r, _ = self.unpack(y)
         return jnp.stack([jnp.linalg.norm(jt.violation(R, r)) for jt in self.joints])
 
-    def velocity_violations(self, y: State) -> Float[Array, "k"]:
+    def velocity_violations(self, y: State) -> Float[Array, " k"]:
         """Velocity-constraint violation ``‖J V‖`` of every joint [m/s]."""
         R, _, V = self.unpack(y)
         return jnp.linalg.norm((self.constraint_jacobian(R) @ V.reshape(-1)).reshape(-1, 3), axis=-1)
