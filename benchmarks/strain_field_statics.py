@@ -122,7 +122,7 @@ def main(argv=None):
                 s_lb=s_lb.median_s,
                 it_lb=int(s_lb.out[1]),
                 r_lb=float(s_lb.out[2]),
-                r_ex=float(s_ex.out.residuals[it_ex] / s_ex.out.residuals[0]),
+                r_ex=float(s_ex.out.stats["residuals"][it_ex] / s_ex.out.stats["residuals"][0]),
                 dtip=float(jnp.linalg.norm(tip_ex - tip_lb) / jnp.linalg.norm(tip_ex)),
             )
         )

@@ -3,9 +3,7 @@
 Seed 001 §7 (RKMK, generalised-α) and seed 003 eqs. (10)–(12) (Newmark-β).
 """
 
-from jaxse3.integrate._newton import (
-    newton_statistics as newton_statistics,
-)
+from jaxse3.integrate import newton as newton
 from jaxse3.integrate.generalized_alpha import (
     GeneralizedAlpha as GeneralizedAlpha,
     GeneralizedAlphaState as GeneralizedAlphaState,
@@ -28,6 +26,7 @@ from jaxse3.integrate.newmark import (
     NewmarkState as NewmarkState,
     SecondOrderResidualTerm as SecondOrderResidualTerm,
 )
+from jaxse3.integrate.newton import newton_statistics as newton_statistics
 from jaxse3.integrate.rkmk import (
     RKMK as RKMK,
     RKMK4 as RKMK4,

@@ -66,7 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 
-from jaxse3.integrate._newton import newton, newton_statistics, unwrap_term
+from jaxse3.integrate.newton import newton, newton_statistics, unwrap_term
 from jaxse3.lie import se3, so3
 
 __all__ = ["LieGroupMechanicalTerm", "GeneralizedAlpha", "GeneralizedAlphaState", "newton_statistics"]
@@ -319,7 +319,7 @@ class GeneralizedAlpha(AbstractSolver):
         )
         exact = None if self.tangent_operator else (lambda x, p: system(x, p, True)[1])
         sol = newton(lambda x, p: system(x, p, self.tangent_operator), x0, params, self.tol, self.max_iters, exact)
-        theta, lam = sol.x[:n], beta_p * sol.x[n:]
+        theta, lam = sol.value[:n], beta_p * sol.value[n:]
         vdot = beta_p * (theta - th_pred)
         v1 = v_pred + gamma_p * (theta - th_pred)
         q1 = terms.retract(q0, theta, self.coordinate_map)
@@ -328,8 +328,8 @@ class GeneralizedAlpha(AbstractSolver):
             vdot,
             a1,
             lam,
-            solver_state.newton_iterations + sol.iterations,
-            jnp.maximum(solver_state.max_newton_iterations, sol.iterations),
+            solver_state.newton_iterations + sol.num_steps,
+            jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
         )
         result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
         y1 = (q1, v1)

@@ -21,7 +21,7 @@ trapezoidal rule: second order, no numerical damping, energy-conserving for line
 Newton convergence: ``βh² ‖r‖_∞ ≤ tol`` (r converted to ``∂r/∂q̈ × displacement`` units, e.g. mass × length for
 mechanics), checked before each update. ``iteration="newton"`` (default) evaluates J at every iterate;
 ``iteration="modified"`` keeps the LU factors of J in the solver state across steps and re-evaluates J only when an
-update reduces the residual by less than the factor ``rate`` (:func:`~jaxse3.integrate._newton.modified_newton`): for
+update reduces the residual by less than the factor ``rate`` (:func:`~jaxse3.integrate.newton.modified_newton`): for
 a mass-dominated J (small h, e.g. a soft rod), most steps cost a few residuals and no Jacobian. Iterations and
 Jacobian evaluations are counted in the solver state (:func:`jaxse3.integrate.newton_statistics` reads them); a step
 that does not converge within ``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises
@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 
-from jaxse3.integrate._newton import Factors, factor, modified_newton, newton, unwrap_term
+from jaxse3.integrate.newton import Factors, factor, modified_newton, newton, unwrap_term
 
 __all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
 
@@ -96,7 +96,7 @@ class SecondOrderResidualTerm(AbstractTerm):
     def vf(self, t, y, args):
         q, qd = y
         sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
-        return qd, eqx.error_if(sol.x, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
+        return qd, eqx.error_if(sol.value, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
 
     def contr(self, t0, t1, **kwargs):
         return t1 - t0
@@ -153,7 +153,7 @@ class Newmark(AbstractSolver):
         q0, qd0 = y0
         h = t1 - t0
         sol = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
-        qdd0 = jnp.where(sol.converged, sol.x, jnp.nan)  # a failed start fails the first step (a result code)
+        qdd0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(qdd0, zero, zero, zero, None)
@@ -192,7 +192,7 @@ class Newmark(AbstractSolver):
         params = (self, terms, t1, h, y0, qdd0, args)
         if self.iteration == "newton":
             sol = newton(self._system, qdd0, params, self.tol, self.max_iters)
-            factors, jacobians = None, sol.iterations + 1
+            factors, jacobians = None, sol.num_steps + 1
         else:
             sol = modified_newton(
                 self._residual,
@@ -204,12 +204,12 @@ class Newmark(AbstractSolver):
                 self.max_iters,
                 self.rate,
             )
-            factors, jacobians = sol.factors, sol.refreshes
-        y1 = self.predict(h, y0, qdd0, sol.x)
+            factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
+        y1 = self.predict(h, y0, qdd0, sol.value)
         state = NewmarkState(
-            sol.x,
-            solver_state.newton_iterations + sol.iterations,
-            jnp.maximum(solver_state.max_newton_iterations, sol.iterations),
+            sol.value,
+            solver_state.newton_iterations + sol.num_steps,
+            jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
             solver_state.jacobian_evaluations + jacobians,
             factors,
         )

@@ -11,8 +11,10 @@ over the field coefficients c. :class:`NewtonMinimiser` runs Newton's method wit
 (16)) and of :mod:`jaxse3.so3` (``dexp_apply``), i.e. the closed forms — solved with lineax (LU), globalised by a
 backtracking (Armijo) line search; where the Hessian is indefinite and the Newton direction is not a descent
 direction, the step uses the eigenvalue-modified Hessian ``Q|Λ|Qᵀ``. The gradient norm of every iterate is returned,
-which shows the quadratic convergence. Failures (iteration limit, line search, non-finite values) are reported in
-``NewtonResult.result`` and, with ``throw=True``, raised as runtime errors (``equinox.branched_error_if``).
+which shows the quadratic convergence. The solve returns the package's one
+:class:`~jaxse3.integrate.newton.NewtonResult`; failures (iteration limit, line search, non-finite values) are
+reported in its ``result`` (:class:`~jaxse3.integrate.newton.NewtonResults`) and, with ``throw=True``, raised as
+runtime errors.
 
 The tip moment M is applied with the potential ``−Mᵀx(1)`` (a conservative load; its generalised force is M on the
 tip rotation vector x(1)). For planar bending (x(1) ∥ M) it equals the spatial tip moment M; in general it is the
@@ -29,20 +31,13 @@ import jax.numpy as jnp
 import lineax as lx
 
 from jaxse3 import so3
+from jaxse3.integrate.newton import NewtonResult, NewtonResults
 from jaxse3.lie.shapes import as_float
 from jaxse3.rod.strain_field import StrainFieldRod, energy
 
-__all__ = ["RodLoads", "potential", "NewtonResult", "NewtonMinimiser", "solve_statics", "RESULT_MESSAGES"]
+__all__ = ["RodLoads", "potential", "NewtonMinimiser", "solve_statics"]
 
 Array = jnp.ndarray
-
-#: Messages of the result codes of :class:`NewtonResult` (index = code).
-RESULT_MESSAGES = (
-    "successful",
-    "Newton statics: maximum number of steps reached before the gradient tolerance",
-    "Newton statics: the line search failed to decrease the potential",
-    "Newton statics: non-finite potential, gradient or Hessian",
-)
 
 
 class RodLoads(eqx.Module):
@@ -81,36 +76,16 @@ def potential(rod: StrainFieldRod, loads: RodLoads, coeffs, elastic: Callable = 
     return elastic(rod, c) - work - jnp.dot(loads.tip_moment, Xtip[:3])
 
 
-class NewtonResult(eqx.Module):
-    """Outcome of :class:`NewtonMinimiser`.
-
-    Attributes:
-        value: the minimiser (same shape as the initial guess).
-        residuals: ``(max_steps + 1,)`` gradient 2-norms ‖∇Π‖ of iterates 0, 1, …; NaN after the last.
-        energies: ``(max_steps + 1,)`` Π of the same iterates.
-        step_sizes: ``(max_steps + 1,)`` line-search step of the step that produced the iterate (entry 0: NaN).
-        num_steps: number of Newton steps taken.
-        result: 0 = successful, otherwise an index into :data:`RESULT_MESSAGES`.
-    """
-
-    value: Array
-    residuals: Array
-    energies: Array
-    step_sizes: Array
-    num_steps: Array
-    result: Array
-
-    @property
-    def converged(self) -> Array:
-        return self.result == 0
-
-
 class NewtonMinimiser(eqx.Module):
     """Newton's method for ``min_y fn(y, args)`` with the Hessian ``jax.hessian(fn)`` and an Armijo line search.
 
     Stops when ``‖∇fn‖₂ ≤ atol + rtol·‖∇fn(y₀)‖₂``. A step is accepted when the Armijo condition holds, or — at the
     round-off level of fn near convergence, where energy decreases are invisible — when fn does not increase by more
     than ``64 eps |fn|`` and the gradient norm decreases.
+
+    Returns a :class:`~jaxse3.integrate.newton.NewtonResult` whose ``stats`` hold, for iterates 0, 1, …
+    (``max_steps + 1`` entries, NaN after the last): ``"residuals"`` (gradient 2-norms ‖∇fn‖), ``"energies"`` (fn)
+    and ``"step_sizes"`` (the line-search step that produced the iterate; entry 0 is NaN).
     """
 
     rtol: float = 1e-12
@@ -201,9 +176,20 @@ class NewtonMinimiser(eqx.Module):
         s = dict(v=v0, f=f0, g=g0, k=jnp.array(0), result=start, res=nan.at[0].set(r0), en=nan.at[0].set(f0), steps=nan)
         s = jax.lax.while_loop(cond, body, s)
         value = s["v"].reshape(shape)
+        code = s["result"]  # 0 successful, 1 steps exhausted, 2 line search failed, 3 non-finite
+        result = NewtonResults.where(
+            code == 0,
+            NewtonResults.successful,
+            NewtonResults.where(
+                code == 1,
+                NewtonResults.nonlinear_max_steps_reached,
+                NewtonResults.where(code == 2, NewtonResults.line_search_failed, NewtonResults.nonfinite),
+            ),
+        )
         if throw:
-            value = eqx.branched_error_if(value, s["result"] > 0, jnp.maximum(s["result"], 0), RESULT_MESSAGES)
-        return NewtonResult(value, s["res"], s["en"], s["steps"], s["k"], s["result"].astype(jnp.int32))
+            value = result.error_if(value, code > 0)
+        stats = {"residuals": s["res"], "energies": s["en"], "step_sizes": s["steps"]}
+        return NewtonResult(value, result, s["k"], stats)
 
 
 def solve_statics(
@@ -225,7 +211,8 @@ def solve_statics(
         throw: raise a runtime error (surviving ``jit``) if the solver fails; otherwise inspect ``result``.
         elastic: elastic energy function (default the closed-form one).
     Returns:
-        :class:`NewtonResult` with ``value`` the equilibrium coefficients.
+        a :class:`~jaxse3.integrate.newton.NewtonResult` with ``value`` the equilibrium coefficients and the
+        gradient norms, energies and step sizes of the iterates in ``stats``.
     """
     if not rod.field.clamped:
         raise ValueError("solve_statics: argument 'rod' must have a clamped field (ChebyshevField(clamped=True))")

@@ -19,14 +19,12 @@ silent: with ``throw=True`` the solve raises; with ``throw=False`` :class:`Stati
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import optimistix as optx
 
 from jaxse3._compile import Compiled, announce_trace
+from jaxse3.integrate.newton import NewtonResult, NewtonResults, newton_iterations
 from jaxse3.rod.forces import Loads
 from jaxse3.rod.model import Rod
 from jaxse3.sim.system import System, finite_difference
@@ -43,8 +41,9 @@ _MAX_LOAD_STEPS = 64
 _MAX_ATTEMPTS = 160
 
 
-class StaticsResults(optx.RESULTS):
-    """The optimistix result codes plus the failure of the adaptive load continuation."""
+class StaticsResults(NewtonResults):
+    """The result codes of :class:`~jaxse3.integrate.newton.NewtonResults` plus the failure of the adaptive load
+    continuation."""
 
     load_continuation_stalled = (
         "The load continuation stalled: the load increment fell below 2^-20 (or the step budget ran out) before the "
@@ -191,22 +190,13 @@ def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residu
     return residual(_scaled_params(system.params, lam), q, z, z, lam * u)
 
 
-class _Newton(NamedTuple):
-    q: jax.Array  # the last iterate
-    result: StaticsResults
-    steps: jax.Array  # iterations taken
-    first: jax.Array  # the first iterate: the predictor of a continuation step
-    jacobian: jax.Array  # ∂R/∂q where it was last evaluated (within the tolerance of q when converged)
-
-
-def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> _Newton:
+def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> NewtonResult:
     """Newton's method on ``fn(q) = 0`` from q0 with the Cauchy termination of ``optimistix.Newton``: stop when
     ``max_i |Δq_i| / (atol + rtol |q_i|) < 1`` and ``‖fn‖∞ < atol`` at the point the step was taken from (eq. (13b)).
-    ``contractive``: fail (``nonlinear_divergence``) as soon as a step is not shorter than the previous one — q0 is
-    then outside the region of quadratic convergence, where Newton may wander to another root.
 
-    One Jacobian evaluation per iteration (``jax.jacfwd``: the system's derivative rules), which also serves as the
-    continuation predictor and the stability test, so the compiled program traces the Jacobian once.
+    One Jacobian evaluation per iteration (``jax.jacfwd``: the system's derivative rules); the first iterate
+    (``stats["first"]``) is the continuation predictor and the last Jacobian (``stats["matrix"]``) the stability
+    test, so the compiled program traces the Jacobian once.
     """
 
     def value_twice(q):
@@ -215,30 +205,10 @@ def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contrac
 
     jacobian_and_value = jax.jacfwd(value_twice, has_aux=True)
 
-    def not_done(carry):
-        _, _, steps, done, _, _, _ = carry
-        return ~done & (steps < max_steps)
+    def done(q_new, dq, R):
+        return (jnp.max(jnp.abs(dq) / (atol + rtol * jnp.abs(q_new))) < 1) & (jnp.max(jnp.abs(R)) < atol)
 
-    def iteration(carry):
-        q, _, steps, _, first, _, last_step = carry
-        J, R = jacobian_and_value(q)
-        dq = jnp.linalg.solve(J, R)
-        q_new, step = q - dq, jnp.max(jnp.abs(dq))
-        result = StaticsResults.where(
-            jnp.all(jnp.isfinite(R)),
-            StaticsResults.where(jnp.all(jnp.isfinite(dq)), StaticsResults.successful, StaticsResults.singular),
-            StaticsResults.nonfinite,
-        )
-        small = (jnp.max(jnp.abs(dq) / (atol + rtol * jnp.abs(q_new))) < 1) & (jnp.max(jnp.abs(R)) < atol)
-        if contractive:
-            result = StaticsResults.where(small | (step < last_step), result, StaticsResults.nonlinear_divergence)
-        done = small | (result != StaticsResults.successful)
-        return q_new, result, steps + 1, done, jnp.where(steps == 0, q_new, first), J, step
-
-    n, inf = q0.shape[0], jnp.asarray(jnp.inf, q0.dtype)
-    init = (q0, StaticsResults.successful, jnp.array(0), jnp.array(False), q0, jnp.zeros((n, n), q0.dtype), inf)
-    q, result, steps, done, first, J, _ = jax.lax.while_loop(not_done, iteration, init)
-    return _Newton(q, StaticsResults.where(done, result, StaticsResults.nonlinear_max_steps_reached), steps, first, J)
+    return newton_iterations(lambda q: jacobian_and_value(q)[::-1], q0, done, max_steps, contractive)
 
 
 @eqx.filter_jit
@@ -296,8 +266,8 @@ def _fixed(newton, q0, load_steps):
     def load_step(carry, lam):
         q, result, steps, _ = carry
         sol = newton(q, lam)
-        result = StaticsResults.where(result == StaticsResults.successful, sol.result, result)
-        return (sol.q, result, steps + sol.steps, sol.jacobian), None
+        result = StaticsResults.where(result == StaticsResults.successful, StaticsResults.promote(sol.result), result)
+        return (sol.value, result, steps + sol.num_steps, sol.stats["matrix"]), None
 
     n = q0.shape[0]
     fractions = jnp.arange(1, load_steps + 1, dtype=q0.dtype) / load_steps
@@ -318,18 +288,19 @@ def _adaptive(newton, q0, rtol, atol):
         lam, dlam, q, steps, fractions, taken, attempts, J = carry
         lam_b = jnp.where(lam + dlam >= 1, jnp.asarray(1.0, dtype), lam + dlam)
         sol = newton(q, lam_b)  # its first iterate is the predictor q − J(q; λ_b)⁻¹ R(q; λ_b)
-        correction = jnp.linalg.norm(sol.q - sol.first)
-        tolerance = _BRANCH_TOLERANCE * jnp.linalg.norm(sol.first - q) + atol + rtol * jnp.linalg.norm(sol.q)
-        accept = (sol.result == StaticsResults.successful) & (correction <= tolerance)
+        first = sol.stats["first"]
+        correction = jnp.linalg.norm(sol.value - first)
+        tolerance = _BRANCH_TOLERANCE * jnp.linalg.norm(first - q) + atol + rtol * jnp.linalg.norm(sol.value)
+        accept = sol.converged & (correction <= tolerance)
         return (
             jnp.where(accept, lam_b, lam),
             jnp.where(accept, jnp.minimum(2 * dlam, 1 - lam_b), 0.5 * dlam),
-            jnp.where(accept, sol.q, q),
-            steps + sol.steps,
+            jnp.where(accept, sol.value, q),
+            steps + sol.num_steps,
             jnp.where(accept, fractions.at[taken].set(lam_b), fractions),
             taken + accept,
             attempts + 1,
-            jnp.where(accept, sol.jacobian, J),
+            jnp.where(accept, sol.stats["matrix"], J),
         )
 
     init = (

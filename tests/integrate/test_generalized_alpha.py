@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from jaxse3.integrate._newton import newton_statistics
 from jaxse3.integrate.generalized_alpha import GeneralizedAlpha, GeneralizedAlphaState, LieGroupMechanicalTerm
+from jaxse3.integrate.newton import newton_statistics
 
 M_TOP = 15.0
 J_COM = np.diag([0.234375, 0.46875, 0.234375])

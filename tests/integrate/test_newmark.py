@@ -17,8 +17,8 @@ import pytest
 import scipy.linalg
 from scipy.integrate import solve_ivp
 
-from jaxse3.integrate._newton import newton_statistics
 from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
+from jaxse3.integrate.newton import newton_statistics
 
 MASS = np.array([[2.0, 0.3], [0.3, 1.0]])
 STIFF = np.array([[4.0, -1.0], [-1.0, 3.0]])

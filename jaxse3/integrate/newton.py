@@ -1,0 +1,304 @@
+"""Newton's method, once for the whole package: root finding, the chord iteration with kept factors, and the result.
+
+* :func:`newton_iterations` — the Newton loop: at each iterate ``x`` evaluate the residual and an iteration matrix,
+  ``(R, S) = fun(x)``, update ``x ← x − S⁻¹R``, and stop when the caller's termination test holds or a value is
+  non-finite; optionally fail as soon as an update is not shorter than the one before (the iterate left the region
+  of quadratic convergence). The time steppers (generalised-α, Newmark-β) and the statics of :mod:`jaxse3.sim` run it.
+* :func:`newton` — that loop with the residual test ``‖R‖_∞ ≤ tol`` and a root made differentiable by the implicit
+  function theorem (:func:`differentiable_root`), for solvers called inside a differentiated program.
+* :func:`modified_newton` — a chord iteration whose LU factors are kept across calls (in the caller's solver state)
+  and refreshed only when the residual contracts too slowly: for slowly varying Jacobians, e.g. Newmark-β on a
+  mass-dominated structure, most steps then cost a few residuals.
+* :class:`NewtonResult` — what every Newton solve in :mod:`jaxse3` returns (the minimiser of
+  :mod:`jaxse3.sim.energy_statics` included), with the result codes :class:`NewtonResults`.
+
+The iterations run in a ``lax.while_loop`` (stopping as soon as they have converged) on stop-gradient'ed inputs. The
+root ``x*`` is then made differentiable by the implicit function theorem: a ``custom_jvp`` returns ``x*`` unchanged
+and, only when a derivative is asked for, evaluates the exact iteration matrix ``S = ∂R/∂x`` at the root and returns
+the tangent ``dx* = −S⁻¹ (∂R/∂p) dp``. The rule is linear in ``dp``, so reverse mode transposes it, although
+``while_loop`` itself is not reverse-differentiable. A plain (undifferentiated) solve therefore costs no extra
+residual or Jacobian after the loop. All solvers accept a block-diagonal system: ``x`` of shape ``(..., k)`` with
+matrices ``(..., k, k)`` (independent blocks solved together, one convergence test over all of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import optimistix as optx
+from jax import lax
+
+__all__ = [
+    "NewtonResults",
+    "NewtonResult",
+    "newton_iterations",
+    "newton",
+    "differentiable_root",
+    "Factors",
+    "factor",
+    "modified_newton",
+    "newton_statistics",
+]
+
+
+class NewtonResults(optx.RESULTS):
+    """The optimistix result codes (``successful``, ``nonlinear_max_steps_reached``, ``nonlinear_divergence``,
+    ``singular``, ``nonfinite``, …) plus the failure of a minimiser's line search."""
+
+    line_search_failed = "The line search failed to decrease the objective along the Newton direction."
+
+
+class NewtonResult(eqx.Module):
+    """The outcome of a Newton solve.
+
+    Attributes:
+        value: the root (or minimiser); for the differentiable solvers, differentiable w.r.t. their parameters.
+        result: a :class:`NewtonResults` code (``NewtonResults.successful`` when converged).
+        num_steps: the number of Newton updates (linear solves), int.
+        stats: what a particular solver adds:
+
+            * :func:`newton_iterations`: ``"first"``, the first iterate (a continuation predictor), and ``"matrix"``,
+              the iteration matrix last evaluated (at the iterate before ``value``);
+            * :func:`modified_newton`: ``"factors"`` (the :class:`Factors` in use at the end: pass them to the next
+              call) and ``"refreshes"`` (matrix evaluations in this call);
+            * the minimiser of :mod:`jaxse3.sim.energy_statics`: ``"residuals"``, ``"energies"`` and ``"step_sizes"``
+              of every iterate.
+    """
+
+    value: jax.Array
+    result: NewtonResults
+    num_steps: jax.Array
+    stats: dict[str, Any] = eqx.field(default_factory=dict)
+
+    @property
+    def converged(self) -> jax.Array:
+        """True iff the solve succeeded (a traced bool inside jit)."""
+        return self.result == NewtonResults.successful
+
+
+def _norm(R):
+    return jnp.max(jnp.abs(R))
+
+
+def _solve(S, R):
+    """``S⁻¹ R`` for one matrix ``(k, k)`` or a stack of blocks ``(..., k, k)`` with ``R`` ``(..., k)``."""
+    return jnp.linalg.solve(S, R[..., None])[..., 0]
+
+
+def newton_iterations(
+    fun: Callable[[jax.Array], tuple[jax.Array, jax.Array]],
+    x0: jax.Array,
+    done: Callable[[jax.Array, jax.Array, jax.Array], jax.Array],
+    max_steps: int,
+    contractive: bool = False,
+) -> NewtonResult:
+    """Newton's method on ``R(x) = 0`` from ``x0``, without derivatives through the loop.
+
+    Each step evaluates ``(R, S) = fun(x)`` at the current iterate, updates ``x ← x − S⁻¹R`` and stops when
+    ``done(x_new, dx, R)`` holds (a scalar bool; e.g. ``‖R‖_∞ ≤ tol``, or the Cauchy test of ``optimistix.Newton``
+    on ``dx``), when ``R`` or the update is non-finite (``nonfinite``, ``singular``), or after ``max_steps`` updates
+    (``nonlinear_max_steps_reached``). ``contractive``: fail (``nonlinear_divergence``) as soon as an update is not
+    shorter (``max|dx|``) than the one before and ``done`` does not hold — ``x0`` is then outside the region of
+    quadratic convergence, where Newton may wander to another root.
+
+    Returns a :class:`NewtonResult` whose ``value`` is the last iterate (the update from the last residual applied),
+    with ``stats["first"]`` and ``stats["matrix"]``.
+    """
+
+    def not_done(carry):
+        _, _, steps, stop, _, _, _ = carry
+        return ~stop & (steps < max_steps)
+
+    def step(carry):
+        x, _, steps, _, first, _, last = carry
+        R, S = fun(x)
+        dx = _solve(S, R)
+        x_new, size = x - dx, jnp.max(jnp.abs(dx))
+        result = NewtonResults.where(
+            jnp.all(jnp.isfinite(R)),
+            NewtonResults.where(jnp.all(jnp.isfinite(dx)), NewtonResults.successful, NewtonResults.singular),
+            NewtonResults.nonfinite,
+        )
+        converged = done(x_new, dx, R)
+        if contractive:
+            result = NewtonResults.where(converged | (size < last), result, NewtonResults.nonlinear_divergence)
+        stop = converged | (result != NewtonResults.successful)
+        return x_new, result, steps + 1, stop, jnp.where(steps == 0, x_new, first), S, size
+
+    x0 = lax.stop_gradient(x0)
+    S0 = jax.eval_shape(lambda: fun(x0)[1])
+    inf = jnp.asarray(jnp.inf, x0.dtype)
+    init = (x0, NewtonResults.successful, jnp.array(0), jnp.array(False), x0, jnp.zeros(S0.shape, S0.dtype), inf)
+    x, result, steps, stop, first, S, _ = lax.while_loop(not_done, step, init)
+    result = NewtonResults.where(stop, result, NewtonResults.nonlinear_max_steps_reached)
+    return NewtonResult(x, result, steps, {"first": first, "matrix": S})
+
+
+def differentiable_root(
+    residual: Callable[[jax.Array, Any], jax.Array],
+    matrix: Callable[[jax.Array, Any], jax.Array],
+    x: jax.Array,
+    params: Any,
+) -> jax.Array:
+    """``x`` (a root of ``residual(·, params)``, computed without gradients), differentiable w.r.t. ``params`` by the
+    implicit function theorem: ``dx = −matrix(x, params)⁻¹ ∂residual/∂params · dparams``.
+
+    ``matrix`` (the exact ``∂residual/∂x``, blocks ``(..., k, k)`` for block systems) is evaluated only when a
+    derivative is taken. ``params``: any pytree; its inexact arrays are what the result is differentiable w.r.t.
+    ``residual`` and ``matrix`` must not close over traced values (pass them in ``params``): the derivative rule is
+    traced apart from the caller (a closed-over tracer fails at lowering with "No constant handler").
+    """
+    dyn, static = eqx.partition(params, eqx.is_inexact_array)
+
+    @jax.custom_jvp
+    def root(x, dyn):
+        return x
+
+    @root.defjvp
+    def root_jvp(primals, tangents):
+        x, dyn = primals
+        _, ddyn = tangents
+        p = eqx.combine(dyn, static)
+        _, dR = jax.jvp(lambda d: residual(x, eqx.combine(d, static)), (dyn,), (ddyn,))
+        return x, -_solve(matrix(x, p), dR)
+
+    return root(lax.stop_gradient(x), dyn)
+
+
+def _frozen(params):
+    dyn, static = eqx.partition(params, eqx.is_inexact_array)
+    return eqx.combine(lax.stop_gradient(dyn), static)
+
+
+def newton(
+    fun: Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]],
+    x0: jax.Array,
+    params: Any,
+    tol: float,
+    max_iters: int,
+    exact_matrix: Callable[[jax.Array, Any], jax.Array] | None = None,
+) -> NewtonResult:
+    """Solve ``R(x, params) = 0`` by Newton's method with a caller-supplied iteration matrix; the root is
+    differentiable w.r.t. ``params`` (implicit function theorem).
+
+    Args:
+        fun: ``(x, params) -> (R, S)``: the residual ``(..., k)`` and the iteration matrix ``(..., k, k)`` used in the
+            loop (one block, or independent blocks solved together).
+        x0: initial guess ``(..., k)``.
+        params: any pytree (arrays and callables); its inexact arrays are what the result is differentiable w.r.t.
+        tol: convergence test ``‖R‖_∞ ≤ tol`` (over all blocks), checked before each update (so a guess that already
+            satisfies it costs no update but the final one).
+        max_iters: the largest number of updates before the test.
+        exact_matrix: ``(x, params) -> ∂R/∂x``, needed only when ``fun``'s matrix is an approximation; it is evaluated
+            at the root, and only when the result is differentiated.
+
+    Returns:
+        a :class:`NewtonResult`. The update computed from the residual that passed the test is applied (it polishes
+        a converged iterate to round-off) and not counted: ``num_steps`` is the number of updates the test asked for.
+    """
+    frozen = _frozen(params)
+    sol = newton_iterations(lambda x: fun(x, frozen), x0, lambda x, dx, R: _norm(R) <= tol, max_iters + 1)
+    matrix = exact_matrix if exact_matrix is not None else (lambda x, p: fun(x, p)[1])
+    value = differentiable_root(lambda x, p: fun(x, p)[0], matrix, sol.value, params)
+    return NewtonResult(value, sol.result, sol.num_steps - 1, sol.stats)
+
+
+def _failure(R):
+    """The result code of a solve that stopped with residual ``R`` above its tolerance."""
+    return NewtonResults.where(
+        jnp.all(jnp.isfinite(R)), NewtonResults.nonlinear_max_steps_reached, NewtonResults.nonfinite
+    )
+
+
+class Factors(NamedTuple):
+    """LU factors of an iteration matrix (blocks ``(..., k, k)``, pivots ``(..., k)``), as kept between steps."""
+
+    lu: jax.Array
+    pivots: jax.Array
+
+
+def factor(S: jax.Array) -> Factors:
+    """The LU :class:`Factors` of ``S`` (one matrix or a stack of blocks)."""
+    lu, pivots = jsl.lu_factor(S)
+    return Factors(lu, pivots)
+
+
+def _lu_solve(f: Factors, R):
+    return jsl.lu_solve((f.lu, f.pivots), R[..., None])[..., 0]
+
+
+def modified_newton(
+    residual: Callable[[jax.Array, Any], jax.Array],
+    matrix: Callable[[jax.Array, Any], jax.Array],
+    x0: jax.Array,
+    params: Any,
+    factors: Factors,
+    tol: float,
+    max_iters: int,
+    rate: float = 0.3,
+) -> NewtonResult:
+    """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
+    matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update
+    reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged).
+
+    Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there); ``factors``: the
+    :class:`Factors` to start with (e.g. those this function returned for the previous time step). Under a ``vmap``
+    with a batched convergence test, ``lax.cond`` evaluates both branches, i.e. the matrix at every update: solve a
+    batch as one block system instead (``x`` ``(B, k)``, matrices ``(B, k, k)``), whose test is one scalar.
+    """
+    frozen = _frozen(params)
+
+    def cond(carry):
+        _, R, _, k, _ = carry
+        return (_norm(R) > tol) & (k < max_iters)
+
+    def body(carry):
+        x, R, f, k, m = carry
+        x = x - _lu_solve(f, R)
+        R_new = residual(x, frozen)
+        slow = (_norm(R_new) > rate * _norm(R)) & (_norm(R_new) > tol)
+        f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
+        return x, R_new, f, k + 1, m + slow.astype(jnp.int32)
+
+    x0 = lax.stop_gradient(x0)
+    zero = jnp.asarray(0, jnp.int32)
+    x, R, f, k, m = lax.while_loop(cond, body, (x0, residual(x0, frozen), lax.stop_gradient(factors), zero, zero))
+    x = x - _lu_solve(f, R)  # polish, as in :func:`newton`
+    result = NewtonResults.where(_norm(R) <= tol, NewtonResults.successful, _failure(R))
+    value = differentiable_root(residual, matrix, x, params)
+    return NewtonResult(value, result, k, {"factors": f, "refreshes": m})
+
+
+def unwrap_term(terms: Any, cls: type) -> Any:
+    """The user's term of type ``cls`` inside diffrax's ``WrapTerm`` (which ``diffeqsolve`` adds for the time
+    direction); both solvers here integrate forward in time only, which is checked."""
+    while not isinstance(terms, cls):
+        direction = getattr(terms, "direction", 1)
+        if isinstance(direction, (int, float)) and direction != 1:
+            raise ValueError(f"{cls.__name__}: only forward time integration (t1 > t0) is supported")
+        terms = terms.term
+    return terms
+
+
+def newton_statistics(sol: diffrax.Solution) -> dict[str, jax.Array]:
+    """Newton iterations of a generalised-α or Newmark solve (``sol``) saved with ``SaveAt(..., solver_state=True)``.
+
+    Returns ``{"total", "per_step" (mean), "max_per_step"}``, and for Newmark-β also ``"jacobians"`` (iteration
+    matrices evaluated by the steps; with ``iteration="modified"`` also the initial one).
+    """
+    state = sol.solver_state
+    if state is None:
+        raise ValueError("newton_statistics: solve with diffrax.SaveAt(..., solver_state=True)")
+    steps = sol.stats["num_accepted_steps"]
+    return {
+        "total": state.newton_iterations,
+        "per_step": jnp.asarray(state.newton_iterations, float) / steps,
+        "max_per_step": state.max_newton_iterations,
+        **({"jacobians": state.jacobian_evaluations} if hasattr(state, "jacobian_evaluations") else {}),
+    }
