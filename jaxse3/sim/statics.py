@@ -6,10 +6,11 @@ paper's fsolve-without-Jacobian baseline). The Newton iteration uses the termina
 and its result codes; it is written out here because its first iterate is the continuation predictor and its last
 Jacobian the stability test, so the compiled program evaluates one Jacobian per iteration and traces it once.
 
-Large loads are reached by load continuation: the load factor λ scales every applied load — the inputs u and, for a
-rod system (:func:`~jaxse3.sim.system.rod_system`), gravity and the point wrenches of its
-:class:`~jaxse3.rod.forces.Loads` (contact is a reaction and is not scaled) — and the equilibria ``R(q; λ) = 0`` are
-followed from λ = 0 (where q0, the straight rod by default, is the equilibrium of the unloaded system) to λ = 1. By
+Large loads are reached by load continuation: the load factor λ scales every applied load — the inputs u and the
+loads the system's parameters hold (``System.scale_loads``; for a rod system, :func:`~jaxse3.sim.system.rod_system`,
+gravity and the point wrenches of its :class:`~jaxse3.rod.forces.Loads`; contact is a reaction and is not scaled) —
+and the equilibria ``R(q; λ) = 0`` are followed from λ = 0 (where q0, the straight rod by default, is the equilibrium
+of the unloaded system) to λ = 1. By
 default the increments are chosen adaptively and every step is checked to stay on the branch it started from; the
 fixed mode takes equal increments. Derivatives of the equilibrium (``jax.grad``/``jacfwd`` w.r.t. u or the system's
 parameters) are those of the implicit function theorem at the full load, not of the iterations. Failure is never
@@ -25,8 +26,6 @@ import jax.numpy as jnp
 
 from jaxse3._compile import Compiled, announce_trace
 from jaxse3.integrate.newton import NewtonResult, NewtonResults, newton_iterations
-from jaxse3.rod.forces import Loads
-from jaxse3.rod.model import Rod
 from jaxse3.sim.system import System, finite_difference
 
 __all__ = ["solve_statics", "StaticsSolution", "StaticsResults"]
@@ -172,22 +171,11 @@ def solve_statics(
     return sol
 
 
-def _scaled_params(params, lam: jax.Array):
-    """The system parameters with their applied loads scaled by λ: gravity and point wrenches of a rod system."""
-    if not (isinstance(params, tuple) and len(params) == 2 and isinstance(params[0], Rod)):
-        return params
-    rod, loads = params
-    rod = eqx.tree_at(lambda r: r.gravity, rod, lam * rod.gravity)
-    if loads is not None:
-        scale = lambda w: None if w is None else lam * w
-        loads = Loads(local=scale(loads.local), world=scale(loads.world), contact=loads.contact)
-    return rod, loads
-
-
 def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual) -> jax.Array:
     """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a))."""
     z = jnp.zeros_like(q)
-    return residual(_scaled_params(system.params, lam), q, z, z, lam * u)
+    params = system.params if system.scale_loads is None else system.scale_loads(system.params, lam)
+    return residual(params, q, z, z, lam * u)
 
 
 def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> NewtonResult:

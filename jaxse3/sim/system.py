@@ -43,6 +43,9 @@ class System(eqx.Module):
         points: ``(params, q) -> (n_points, 3)`` world positions of the centreline points; the last one is the tip.
         n_dof: number of generalised coordinates.
         n_inputs: number of inputs (length of u).
+        scale_loads: ``(params, λ) -> params`` with the applied loads the parameters hold (gravity, point wrenches)
+            scaled by the load factor λ, for the load continuation of :func:`~jaxse3.sim.solve_statics` (which
+            scales u itself); ``None``: the parameters hold no applied load.
     """
 
     params: Any
@@ -51,6 +54,7 @@ class System(eqx.Module):
     points: Callable = eqx.field(static=True)
     n_dof: int = eqx.field(static=True)
     n_inputs: int = eqx.field(static=True)
+    scale_loads: Callable | None = eqx.field(static=True, default=None)
 
     def acceleration(self, q: jax.Array, qd: jax.Array, u: jax.Array) -> jax.Array:
         """q̈ = FD(q, q̇, u)."""
@@ -84,13 +88,25 @@ def _rod_points(params, q):
     return rods.forward_kinematics(params[0], q)[:, :3, 3]
 
 
+def _rod_scale_loads(params, lam):
+    """Gravity and the point wrenches scaled by λ; contact is a reaction and is not scaled."""
+    rod, loads = params
+    rod = eqx.tree_at(lambda r: r.gravity, rod, lam * rod.gravity)
+    if loads is not None:
+        scale = lambda w: None if w is None else lam * w
+        loads = rods.Loads(local=scale(loads.local), world=scale(loads.world), contact=loads.contact)
+    return rod, loads
+
+
 def rod_system(rod: rods.Rod, loads: rods.Loads | None = None) -> System:
     """The :class:`System` of a GVS rod: FD, τ − ID (with ``loads``: point wrenches, contact) and its points.
 
     The tendon tensions are the inputs (n_inputs = ``rod.n_tendons``); derivatives run the rod's analytical
     ``custom_jvp`` rules (seed 003 eqs. (7), (9), (13b), D63, (59)–(61)).
     """
-    return System((rod, loads), _rod_forward_dynamics, _rod_residual, _rod_points, rod.n_dof, rod.n_tendons)
+    return System(
+        (rod, loads), _rod_forward_dynamics, _rod_residual, _rod_points, rod.n_dof, rod.n_tendons, _rod_scale_loads
+    )
 
 
 class SampledInput(eqx.Module):
