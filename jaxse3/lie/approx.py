@@ -41,6 +41,7 @@ import math
 import operator
 
 import numpy as np
+from jaxtyping import Array, Float
 
 from jaxse3.lie import adpoly
 from jaxse3.lie._algebra import SE3, SO3
@@ -89,6 +90,10 @@ for _kind, _stem in (("matrix", "{}"), ("d", "d_{}"), ("d2", "d2_{}"), ("jac", "
         ORDERS[_stem.format(_fam)] = _KINDS[_kind][0]
         _FUNCS[_stem.format(_fam)] = (_kind, _inv)
 del _kind, _stem, _inv, _fam
+
+
+Vector = Float[Array, "... n"]  # so(3) (n = 3) or se(3) (n = 6, rotation first), batched over leading axes
+Matrix = Float[Array, "... n n"]
 
 
 def _words(orders: tuple[int, ...]) -> str:
@@ -140,7 +145,7 @@ def _call(name: str, order, X, *rest):
     return _impl(name, shape[-1], k)(X, *rest)
 
 
-def dexp(X, order: int):
+def dexp(X: Vector, order: int) -> Matrix:
     """k-th order approximation ``dexp^[k]_X = Σ_{i=0}^{k} ad_X^i/(i+1)!`` (seed 000 eq. (18) truncated; Fig. 1).
 
     Args:
@@ -152,7 +157,7 @@ def dexp(X, order: int):
     return _call("dexp", order, X)
 
 
-def dexp_inv(X, order: int):
+def dexp_inv(X: Vector, order: int) -> Matrix:
     """k-th order approximation ``dexp^{-1[k]}_X = Σ_{i=0}^{k} (B_i/i!) ad_X^i`` (seed 000 (22) as a series; Fig. 1).
 
     Args:
@@ -164,7 +169,7 @@ def dexp_inv(X, order: int):
     return _call("dexp_inv", order, X)
 
 
-def d_dexp(X, U, order: int):
+def d_dexp(X: Vector, U: Vector, order: int) -> Matrix:
     """k-th order approximation ``D^[k] = Σ_{i=1}^{k+1} DP_i(U)/(i+1)!`` of (D_X dexp)(U) (seed 000 (52), Table 2).
 
     ``DP_i(U) = Σ_j P_j ad_U P_{i−1−j}`` (Table 1). This is the exact derivative of ``dexp(X, k + 1)``.
@@ -178,7 +183,7 @@ def d_dexp(X, U, order: int):
     return _call("d_dexp", order, X, U)
 
 
-def d_dexp_inv(X, U, order: int):
+def d_dexp_inv(X: Vector, U: Vector, order: int) -> Matrix:
     """k-th order approximation ``D^[k] = Σ_{i=1}^{k+1} (B_i/i!) DP_i(U)`` of (D_X dexp⁻¹)(U) (seed 000 (53), Table 3).
 
     Args:
@@ -191,7 +196,7 @@ def d_dexp_inv(X, U, order: int):
     return _call("d_dexp_inv", order, X, U)
 
 
-def d2_dexp(X, U, S, order: int):
+def d2_dexp(X: Vector, U: Vector, S: Vector, order: int) -> Matrix:
     """k-th order approximation ``Σ_{i=2}^{k+2} D²P_i(U)(S)/(i+1)!`` of (D²_X dexp)(U)(S) (seed 000 (57), Table 4).
 
     Symmetric in U and S; the exact second derivative of ``dexp(X, k + 2)``.
@@ -205,7 +210,7 @@ def d2_dexp(X, U, S, order: int):
     return _call("d2_dexp", order, X, U, S)
 
 
-def d2_dexp_inv(X, U, S, order: int):
+def d2_dexp_inv(X: Vector, U: Vector, S: Vector, order: int) -> Matrix:
     """k-th order approximation ``Σ_{i=2}^{k+2} (B_i/i!) D²P_i(U)(S)`` of (D²_X dexp⁻¹)(U)(S) (seed 000 (58), Table 5).
 
     Args:
@@ -218,7 +223,7 @@ def d2_dexp_inv(X, U, S, order: int):
     return _call("d2_dexp_inv", order, X, U, S)
 
 
-def dexp_jac(X, Z, order: int):
+def dexp_jac(X: Vector, Z: Vector, order: int) -> Matrix:
     """k-th order approximation J^[k] of ∂(dexp_X Z)/∂X, rows = outputs (seed 000 (54)–(56), Table 2 right column).
 
     ``J^[k] = Σ_{i=1}^{k+1} 1/(i+1)! Σ_{j=0}^{i−1} P_{i,j}(X, Z)`` with ``P_{i,j} = −P_j ad_{Z_{i−j−1}}``,
@@ -234,7 +239,7 @@ def dexp_jac(X, Z, order: int):
     return _call("dexp_jac", order, X, Z)
 
 
-def dexp_inv_jac(X, Z, order: int):
+def dexp_inv_jac(X: Vector, Z: Vector, order: int) -> Matrix:
     """k-th order approximation J^[k] of ∂(dexp_X⁻¹ Z)/∂X (seed 000 (54)–(56), Table 3 right column).
 
     ``J^[k] = Σ_{i=1}^{k+1} (B_i/i!) Σ_j P_{i,j}(X, Z)``; ``J^[0] = ½ ad_Z``.
@@ -248,7 +253,7 @@ def dexp_inv_jac(X, Z, order: int):
     return _call("dexp_inv_jac", order, X, Z)
 
 
-def dexp_hess(X, Q, Z, order: int):
+def dexp_hess(X: Vector, Q: Vector, Z: Vector, order: int) -> Matrix:
     """k-th order approximation H^[k] of the Hessian of h(X) = Qᵀ dexp_X Z (seed 000 (60), (62), Table 6).
 
     ``H^[k] = Σ_{i=2}^{k+2} (H̄_i + H̄_iᵀ)/(i+1)!`` with ``H̄_2 = adbar_Q ad_Z`` etc. (Table 6, rows i = 2, 3, 4; the
@@ -264,7 +269,7 @@ def dexp_hess(X, Q, Z, order: int):
     return _call("dexp_hess", order, X, Q, Z)
 
 
-def dexp_inv_hess(X, Q, Z, order: int):
+def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector, order: int) -> Matrix:
     """k-th order approximation H_inv^[k] of the Hessian of h(X) = Qᵀ dexp_X⁻¹ Z (seed 000 (60), (63), Table 6).
 
     ``H_inv^[k] = Σ_{i=2}^{k+2} (B_i/i!)(H̄_i + H̄_iᵀ)``: ``H_inv^[0] = (H̄_2 + H̄_2ᵀ)/12``,

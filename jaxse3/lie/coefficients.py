@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 __all__ = ["evaluate", "series", "threshold", "FAMILIES"]
 
@@ -204,7 +205,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 _PHI0 = {np.dtype(np.float64): 3.2, np.dtype(np.float32): 4.2, np.dtype(np.float16): 4.2}
 
 
-def threshold(dtype) -> float:
+def threshold(dtype: DTypeLike) -> float:
     """The switching angle φ₀ for a floating dtype: Taylor in φ² below, closed form at and above."""
     return _PHI0.get(np.dtype(dtype), 3.2)
 

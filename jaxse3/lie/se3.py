@@ -92,6 +92,9 @@ __all__ = [
 
 Vector = Float[Array, "... 6"]  # algebra coordinates, rotation first, batched over leading axes
 Matrix = Float[Array, "... 6 6"]
+Pose = Float[Array, "... 4 4"]  # homogeneous transforms [[R, r], [0, 1]]
+Rotation = Float[Array, "... 3 3"]
+Point = Float[Array, "... 3"]
 _F = _api.build(SE3)  # the batched, shape-checked closed forms with their custom_jvp rules (seed 000)
 
 
@@ -339,7 +342,7 @@ def _pose(R, r):
 
 
 @batched("(3,3),(3)->(4,4)", ("R", "r"), "from_rotation_translation")
-def from_rotation_translation(R, r):
+def from_rotation_translation(R: Rotation, r: Point) -> Pose:
     """H = [[R, r], [0, 1]]."""
     return _pose(R, r)
 
@@ -349,25 +352,25 @@ def _hat(X):
 
 
 @batched("(6)->(4,4)", ("X",), "hat")
-def hat(X):
+def hat(X: Vector) -> Pose:
     """X̂ = [[x̃, y], [0, 0]] (seed 000 eq. (3)). ``(..., 6) -> (..., 4, 4)``."""
     return _hat(X)
 
 
 @batched("(4,4)->(6)", ("M",), "vee")
-def vee(M):
+def vee(M: Pose) -> Vector:
     """Inverse of :func:`hat`: (vee of the skew part of the rotation block, upper-right column)."""
     return jnp.concatenate([unskew(M[:3, :3]), M[:3, 3]])
 
 
 @batched("(6)->(6,6)", ("X",), "ad")
-def ad(X):
+def ad(X: Vector) -> Matrix:
     """ad_X = [[x̃, 0], [ỹ, x̃]] (seed 000 eq. (19)); ad_X Y = vee([X̂, Ŷ])."""
     return SE3.ad(X)
 
 
 @batched("(6)->(6,6)", ("U",), "adbar")
-def adbar(U):
+def adbar(U: Vector) -> Matrix:
     """adbar_U = [[ũ, ṽ], [ṽ, 0]] (seed 000 eq. (38)), defined by ad_Xᵀ U = adbar_U X (it is not ad_Uᵀ)."""
     return SE3.adbar(U)
 
@@ -378,40 +381,40 @@ def _Ad(H):
 
 
 @batched("(4,4)->(6,6)", ("H",), "Ad")
-def Ad(H):
+def Ad(H: Pose) -> Matrix:
     """Ad_H = [[R, 0], [r̃R, R]], so that Ad_H Y = vee(H Ŷ H⁻¹) and Ad_{exp X} = expm(ad_X) (seed 001 (2.56), (2.59))."""
     return _Ad(H)
 
 
 @batched("(4,4)->(6,6)", ("H",), "Ad_inv")
-def Ad_inv(H):
+def Ad_inv(H: Pose) -> Matrix:
     """Ad_{H⁻¹} = [[Rᵀ, 0], [−Rᵀr̃, Rᵀ]]."""
     R, rt = H[:3, :3], skew(H[:3, 3])
     return jnp.block([[R.T, jnp.zeros_like(R)], [-R.T @ rt, R.T]])
 
 
 @batched("(4,4)->(6,6)", ("H",), "coAd")
-def coAd(H):
+def coAd(H: Pose) -> Matrix:
     """Coadjoint Ad*_H = Ad_H^{-T} = [[R, r̃R], [0, R]], acting on wrenches (moment, force)."""
     R, rt = H[:3, :3], skew(H[:3, 3])
     return jnp.block([[R, rt @ R], [jnp.zeros_like(R), R]])
 
 
 @batched("(4,4)->(4,4)", ("H",), "inv")
-def inv(H):
+def inv(H: Pose) -> Pose:
     """H⁻¹ = [[Rᵀ, −Rᵀr], [0, 1]]."""
     R = H[:3, :3]
     return _pose(R.T, -R.T @ H[:3, 3])
 
 
 @batched("(4,4),(4,4)->(4,4)", ("H1", "H2"), "compose")
-def compose(H1, H2):
+def compose(H1: Pose, H2: Pose) -> Pose:
     """H1 H2."""
     return H1 @ H2
 
 
 @batched("(4,4),(3)->(3)", ("H", "p"), "act")
-def act(H, p):
+def act(H: Pose, p: Point) -> Point:
     """H applied to a point: R p + r."""
     return H[:3, :3] @ p + H[:3, 3]
 
@@ -430,13 +433,16 @@ def _exp_jvp(primals, tangents):
 _exp = custom_rule("se3.exp", _exp_plain, _exp_jvp, symbolic_zeros=False)
 
 
-exp = batched("(6)->(4,4)", ("X",), "exp")(_exp)
-exp.__doc__ = """exp(X̂) = [[exp x̃, dexp_x y], [0, 1]] (seed 000 eqs. (4), (17)). ``(..., 6) -> (..., 4, 4)``.
+@batched("(6)->(4,4)", ("X",), "exp")
+def exp(X: Vector) -> Pose:
+    """exp(X̂) = [[exp x̃, dexp_x y], [0, 1]] (seed 000 eqs. (4), (17)). ``(..., 6) -> (..., 4, 4)``.
 
-    Custom_jvp: ``(D_X exp)(U) = (dexp_X U)^ exp(X̂)``, differentiable again through ``dexp_apply``'s closed forms."""
+    Custom_jvp: ``(D_X exp)(U) = (dexp_X U)^ exp(X̂)``, differentiable again through ``dexp_apply``'s closed forms.
+    """
+    return _exp(X)
 
 
-def log_core(H):
+def log_core(H: Float[Array, "4 4"]) -> Float[Array, " 6"]:
     """Unbatched: x = log R (:func:`jaxse3.lie.so3.log_core`), y = dexp_x⁻¹ r = r − ½ x × r + ((1−γ)/φ²) x × (x × r)."""
     x = so3.log_core(H[:3, :3])
     r = H[:3, 3]
@@ -457,20 +463,23 @@ def _log_jvp(primals, tangents):
 _log = custom_rule("se3.log", log_core, _log_jvp, symbolic_zeros=False)
 
 
-log = batched("(4,4)->(6)", ("H",), "log")(_log)
-log.__doc__ = """Principal logarithm X = log H with rotation angle in [0, π]. ``(..., 4, 4) -> (..., 6)``.
+@batched("(4,4)->(6)", ("H",), "log")
+def log(H: Pose) -> Vector:
+    """Principal logarithm X = log H with rotation angle in [0, π]. ``(..., 4, 4) -> (..., 6)``.
 
     Accurate at and near φ = π. H must be in SE(3); for other matrices the result is unspecified: use
-    :func:`log_checked` to verify, or :func:`project` first. Custom_jvp: ``dX = dexp_X⁻¹ vee(dH H⁻¹)``."""
+    :func:`log_checked` to verify, or :func:`project` first. Custom_jvp: ``dX = dexp_X⁻¹ vee(dH H⁻¹)``.
+    """
+    return _log(H)
 
 
-def pose_error(H):
+def pose_error(H: Float[Array, "4 4"]) -> Float[Array, ""]:
     """Unbatched: rotation error of the 3×3 block plus the deviation of the bottom row from (0, 0, 0, 1)."""
     bottom = jnp.array([0.0, 0.0, 0.0, 1.0], H.dtype)
     return so3.rotation_error(H[:3, :3]) + jnp.max(jnp.abs(H[3] - bottom))
 
 
-def log_checked(H, tol: float = 1e-6):
+def log_checked(H: Pose, tol: float = 1e-6) -> Vector:
     """:func:`log` with a runtime check (``equinox.error_if``, survives ``jit``) that H is in SE(3) to ``tol``."""
 
     def core(H):
@@ -481,6 +490,6 @@ def log_checked(H, tol: float = 1e-6):
 
 
 @batched("(4,4)->(4,4)", ("M",), "project")
-def project(M):
+def project(M: Pose) -> Pose:
     """Nearest element of SE(3): rotation block projected by :func:`jaxse3.lie.so3.project`, bottom row reset."""
     return _pose(so3.project.core(M[:3, :3]), M[:3, 3])

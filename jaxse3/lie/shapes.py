@@ -7,11 +7,12 @@ import re
 from collections.abc import Callable
 
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike
 
 __all__ = ["batched", "as_float"]
 
 
-def as_float(*args):
+def as_float(*args: ArrayLike) -> list[Array]:
     """Convert to JAX arrays of one common floating dtype (integers become the default float)."""
     arrs = [jnp.asarray(a) for a in args]
     dtype = jnp.result_type(*arrs)

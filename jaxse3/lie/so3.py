@@ -331,66 +331,66 @@ for _name in (
 
 
 @batched("(3)->(3,3)", ("x",), "hat")
-def hat(x):
+def hat(x: Vector) -> Matrix:
     """x̃, the skew matrix with x̃ z = x × z (seed 000 eq. (3)). ``(..., 3) -> (..., 3, 3)``."""
     return skew(x)
 
 
 @batched("(3,3)->(3)", ("M",), "vee")
-def vee(M):
+def vee(M: Matrix) -> Vector:
     """Inverse of :func:`hat`, applied to the skew-symmetric part of M. ``(..., 3, 3) -> (..., 3)``."""
     return unskew(M)
 
 
 @batched("(3)->(3,3)", ("x",), "ad")
-def ad(x):
+def ad(x: Vector) -> Matrix:
     """ad_x = x̃ on so(3). ``(..., 3) -> (..., 3, 3)``."""
     return skew(x)
 
 
 @batched("(3)->(3,3)", ("u",), "adbar")
-def adbar(u):
+def adbar(u: Vector) -> Matrix:
     """adbar_u with ad_xᵀ u = adbar_u x; on so(3) adbar_u = ũ. ``(..., 3) -> (..., 3, 3)``."""
     return skew(u)
 
 
 @batched("(3,3)->(3,3)", ("R",), "Ad")
-def Ad(R):
+def Ad(R: Matrix) -> Matrix:
     """Adjoint representation, Ad_R = R."""
     return R
 
 
 @batched("(3,3)->(3,3)", ("R",), "Ad_inv")
-def Ad_inv(R):
+def Ad_inv(R: Matrix) -> Matrix:
     """Ad_{R⁻¹} = Rᵀ."""
     return R.T
 
 
 @batched("(3,3)->(3,3)", ("R",), "coAd")
-def coAd(R):
+def coAd(R: Matrix) -> Matrix:
     """Coadjoint Ad*_R = Ad_R^{-T} = R."""
     return R
 
 
 @batched("(3,3)->(3,3)", ("R",), "inv")
-def inv(R):
+def inv(R: Matrix) -> Matrix:
     """R⁻¹ = Rᵀ."""
     return R.T
 
 
 @batched("(3,3),(3,3)->(3,3)", ("R1", "R2"), "compose")
-def compose(R1, R2):
+def compose(R1: Matrix, R2: Matrix) -> Matrix:
     """R1 R2."""
     return R1 @ R2
 
 
 @batched("(3,3),(3)->(3)", ("R", "p"), "act")
-def act(R, p):
+def act(R: Matrix, p: Vector) -> Vector:
     """R p: the rotation applied to a vector."""
     return R @ p
 
 
-def rodrigues(x: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def rodrigues(x: Float[Array, " 3"]) -> tuple[Float[Array, "3 3"], Float[Array, "3 3"]]:
     """Unbatched: (R, dexp_x) with R = I + α x̃ + (β/2) x̃² and dexp_x = I + (β/2) x̃ + δ x̃² (seed 001 (2.6), (2.13))."""
     alpha, beta, delta = jnp.moveaxis(coefficients.evaluate(("alpha", "beta", "delta"), jnp.dot(x, x)), -1, 0)
     K = skew(x)
@@ -408,13 +408,16 @@ def _exp_jvp(primals, tangents):
 _exp = custom_rule("so3.exp", lambda x: rodrigues(x)[0], _exp_jvp, symbolic_zeros=False)
 
 
-exp = batched("(3)->(3,3)", ("x",), "exp")(_exp)
-exp.__doc__ = """Rotation matrix exp(x̃) = I + α x̃ + (β/2) x̃² (seed 001 eq. (2.6)). ``(..., 3) -> (..., 3, 3)``.
+@batched("(3)->(3,3)", ("x",), "exp")
+def exp(x: Vector) -> Matrix:
+    """Rotation matrix exp(x̃) = I + α x̃ + (β/2) x̃² (seed 001 eq. (2.6)). ``(..., 3) -> (..., 3, 3)``.
 
-    Custom_jvp: ``(D_x exp)(u) = (dexp_x u)~ exp(x̃)``, differentiable again through ``dexp_apply``'s closed forms."""
+    Custom_jvp: ``(D_x exp)(u) = (dexp_x u)~ exp(x̃)``, differentiable again through ``dexp_apply``'s closed forms.
+    """
+    return _exp(x)
 
 
-def log_core(R: jnp.ndarray) -> jnp.ndarray:
+def log_core(R: Float[Array, "3 3"]) -> Float[Array, " 3"]:
     """Unbatched principal logarithm, accurate for every angle in [0, π].
 
     φ = atan2(‖s‖, c) with s = vee(R − Rᵀ)/2 = sin φ n and c = (tr R − 1)/2. For c ≥ 0 (φ ≤ π/2): x = s / sinc φ.
@@ -445,29 +448,32 @@ def _log_jvp(primals, tangents):
 _log = custom_rule("so3.log", log_core, _log_jvp, symbolic_zeros=False)
 
 
-log = batched("(3,3)->(3)", ("R",), "log")(_log)
-log.__doc__ = """Principal logarithm x = log R with ‖x‖ ∈ [0, π]. ``(..., 3, 3) -> (..., 3)``.
+@batched("(3,3)->(3)", ("R",), "log")
+def log(R: Matrix) -> Vector:
+    """Principal logarithm x = log R with ‖x‖ ∈ [0, π]. ``(..., 3, 3) -> (..., 3)``.
 
     Accurate at and near φ = π (see :func:`log_core`). R must be a rotation matrix; the result for other matrices is
     unspecified: use :func:`log_checked` to verify, or :func:`project` first. Custom_jvp: ``dx = dexp_x⁻¹ vee(dR Rᵀ)``
-    (the skew part of dR Rᵀ, i.e. the tangent projected onto the rotation group)."""
+    (the skew part of dR Rᵀ, i.e. the tangent projected onto the rotation group).
+    """
+    return _log(R)
 
 
 @batched("(3,3)->(3,3)", ("M",), "project")
-def project(M):
+def project(M: Matrix) -> Matrix:
     """Nearest rotation matrix to M in the Frobenius norm (polar decomposition by SVD, det fixed to +1)."""
     u, _, vt = jnp.linalg.svd(M)
     d = jnp.sign(jnp.linalg.det(u @ vt))
     return u @ jnp.diag(jnp.array([1.0, 1.0, 1.0], M.dtype).at[2].set(d)) @ vt
 
 
-def rotation_error(R: jnp.ndarray) -> jnp.ndarray:
+def rotation_error(R: Float[Array, "3 3"]) -> Float[Array, ""]:
     """max |RᵀR − I| + |det R − 1| over the trailing 3×3 matrix (unbatched helper for checks)."""
     eye = jnp.eye(3, dtype=R.dtype)
     return jnp.max(jnp.abs(R.T @ R - eye)) + jnp.abs(jnp.linalg.det(R) - 1.0)
 
 
-def log_checked(R, tol: float = 1e-6):
+def log_checked(R: Matrix, tol: float = 1e-6) -> Vector:
     """:func:`log` with a runtime check (``equinox.error_if``, survives ``jit``) that R is a rotation to ``tol``."""
 
     def core(R):
