@@ -1,6 +1,6 @@
 """The package layout: public module paths are modules (no function or other object shadows a module), the modules of
-jaxse3.rigid import each other without a cycle, and a package's private modules (``jaxse3.X._y``) are imported only
-from inside ``jaxse3/X/``.
+jaxse3 import each other without a cycle and only from the layers below (docs/architecture.md), and a package's
+private modules (``jaxse3.X._y``) are imported only from inside ``jaxse3/X/``.
 
 Imports are read from the source with ``ast`` (every ``import`` statement, including those inside functions), so the
 checks do not depend on which modules earlier tests happened to import.
@@ -147,7 +147,7 @@ def test_submodules_are_modules_not_shadowed(package):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# (b) no import cycle in jaxse3.rigid
+# (b) no import cycle; layers import from below
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -178,13 +178,48 @@ def test_cycle_finder():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-def test_rigid_modules_import_without_cycles():
-    """The import graph of the modules of jaxse3.rigid (imports inside functions included) is acyclic."""
-    rigid = {name: path for name, path in MODULES.items() if name == "jaxse3.rigid" or name.startswith("jaxse3.rigid.")}
-    graph = {name: {t for t in _imports(path, name) if t in rigid and t != name} for name, path in rigid.items()}
+def test_modules_import_without_cycles():
+    """The import graph of the modules of jaxse3 (packages' ``__init__`` aside, which import their children; imports
+    inside functions included) is acyclic."""
+    leaves = {name: path for name, path in MODULES.items() if path.name != "__init__.py"}
+    graph = {name: {t for t in _imports(path, name) if t in leaves and t != name} for name, path in leaves.items()}
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
     assert "jaxse3.rigid._rnea" in graph["jaxse3.rigid._rnea_derivatives"]  # the graph is not empty
+
+
+#: the layers of docs/architecture.md, lowest first: a top-level module or package imports only from lower layers
+#: (and from itself); modules of one layer do not import each other
+LAYERS = (
+    ("_batched_linalg",),
+    ("_runtime",),
+    ("_compile",),
+    ("lie",),
+    ("so3", "se3", "approx"),  # aliases of the lie modules
+    ("integrate",),
+    ("rigid", "rod"),
+    ("sim",),
+    ("viz",),
+    ("demo",),
+    ("cli",),
+)
+
+
+def test_layers_import_only_from_below():
+    level = {top: i for i, layer in enumerate(LAYERS) for top in layer}
+    top = lambda name: name.split(".")[1]
+    assert set(level) == {top(n) for n in MODULES if n != "jaxse3"}, "a new top-level module: place it in LAYERS"
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, path in MODULES.items()
+        if name != "jaxse3"
+        for target in _imports(path, name)
+        if target in MODULES
+        and target != "jaxse3"
+        and top(target) != top(name)
+        and level[top(target)] >= level[top(name)]
+    )
+    assert not upward, "\n".join(upward)
 
 
 def test_first_order_rigid_modules_never_import_second_order_ones():
