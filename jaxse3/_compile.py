@@ -234,7 +234,7 @@ class Compiled:
         self._jit = eqx.filter_jit(fn)
         self._cache: dict[Any, Any] = {}
 
-    def compiled(self, *args) -> Callable:
+    def compiled(self, *args: Any) -> Callable:
         """The executable for ``args``, compiled (and announced) on first use."""
         try:
             key = _signature(args)
@@ -329,7 +329,7 @@ class Compiled:
 
         return call, loaded
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args)):
             return self.fn(*args)
         return self.compiled(*args)(*args)

@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
+from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
 from jaxse3.integrate.newton import newton, newton_statistics, unwrap_term
 from jaxse3.lie import se3, so3
@@ -120,7 +121,7 @@ class LieGroupMechanicalTerm(AbstractTerm):
                 raise ValueError(f"q leaf {i} ({s}) must have shape {_GROUP_SHAPE[s]}, got {jnp.shape(leaf)}")
         return leaves, treedef
 
-    def tangent_sizes(self, q) -> tuple[int, ...]:
+    def tangent_sizes(self, q: PyTree[Array]) -> tuple[int, ...]:
         """Tangent dimension of each leaf of q (3, 6 or the leaf size)."""
         leaves, _ = self._leaves(q)
         return tuple(_GROUP_DIM.get(s, int(np.prod(jnp.shape(x)))) for x, s in zip(leaves, self.spaces))
@@ -131,7 +132,7 @@ class LieGroupMechanicalTerm(AbstractTerm):
             raise ValueError(f"tangent vector must have shape ({sum(sizes)},), got {w.shape}")
         return jnp.split(w, np.cumsum(sizes)[:-1])
 
-    def retract(self, q, theta: jax.Array, coordinate_map: str = "exp"):
+    def retract(self, q: PyTree[Array], theta: Float[Array, " n"], coordinate_map: str = "exp") -> PyTree[Array]:
         """``q ψ(θ)`` leaf by leaf: ``q_i exp(θ_i)`` / ``q_i cay_half(θ_i)`` on groups, ``q_i + θ_i`` on vectors."""
         leaves, treedef = self._leaves(q)
         out = []
@@ -143,7 +144,9 @@ class LieGroupMechanicalTerm(AbstractTerm):
                 out.append(x @ (lie.exp(th) if coordinate_map == "exp" else lie.cay_half(th)))
         return jax.tree_util.tree_unflatten(treedef, out)
 
-    def tangent_blocks(self, q, theta: jax.Array, coordinate_map: str = "exp") -> list[jax.Array]:
+    def tangent_blocks(
+        self, q: PyTree[Array], theta: Float[Array, " n"], coordinate_map: str = "exp"
+    ) -> list[Float[Array, "_ _"]]:
         """Diagonal blocks of the left-trivialised tangent operator T(θ): ``q ψ(θ)``'s body velocity is ``T(θ) θ̇``."""
         _leaves, _ = self._leaves(q)
         blocks = []
@@ -155,7 +158,9 @@ class LieGroupMechanicalTerm(AbstractTerm):
                 blocks.append(lie.dexp(-th) if coordinate_map == "exp" else lie.dcay_half(-th))
         return blocks
 
-    def right_jacobian(self, fn: Callable, q) -> tuple[jax.Array, jax.Array]:
+    def right_jacobian(
+        self, fn: Callable[[PyTree[Array]], Float[Array, " m"]], q: PyTree[Array]
+    ) -> tuple[Float[Array, " m"], Float[Array, "m n"]]:
         """``(fn(q), ∂fn(q·exp(δ̂))/∂δ at δ = 0)``: value and body-frame Jacobian of a vector function of q."""
         n = sum(self.tangent_sizes(q))
         dtype = jnp.result_type(*jax.tree_util.tree_leaves(q), float)
@@ -163,18 +168,28 @@ class LieGroupMechanicalTerm(AbstractTerm):
 
     # --- model pieces --------------------------------------------------------------------------------------------
 
-    def constraint_jacobian(self, q, args) -> jax.Array:
+    def constraint_jacobian(self, q: PyTree[Array], args: PyTree[Any]) -> Float[Array, "m n"]:
         """B(q), the right-perturbation Jacobian of Φ, ``(m, n)``."""
         return self.right_jacobian(lambda qq: self.constraint(qq, args), q)[1]
 
-    def residual(self, t, q, v, vdot, lam, args) -> jax.Array:
+    def residual(
+        self,
+        t: Real[ArrayLike, ""],
+        q: PyTree[Array],
+        v: Float[Array, " n"],
+        vdot: Float[Array, " n"],
+        lam: Float[Array, " m"],
+        args: PyTree[Any],
+    ) -> Float[Array, " n"]:
         """``r = M(q) v̇ + g(t, q, v) + B(q)ᵀ λ`` (λ ignored without constraint)."""
         r = self.mass(q, args) @ vdot + self.force(t, q, v, args)
         if self.constraint is not None:
             r = r + self.constraint_jacobian(q, args).T @ lam
         return r
 
-    def accelerations(self, t, q, v, args) -> tuple[jax.Array, jax.Array]:
+    def accelerations(
+        self, t: Real[ArrayLike, ""], q: PyTree[Array], v: Float[Array, " n"], args: PyTree[Any]
+    ) -> tuple[Float[Array, " n"], Float[Array, " m"]]:
         """Consistent ``(v̇, λ)`` from the index-1 system (constraint differentiated twice)."""
         M, g = self.mass(q, args), self.force(t, q, v, args)
         if self.constraint is None:
@@ -189,14 +204,16 @@ class LieGroupMechanicalTerm(AbstractTerm):
         sol = jnp.linalg.solve(K, jnp.concatenate([-g, -curv]))
         return sol[:n], sol[n:]
 
-    def vf(self, t, y, args):
+    def vf(
+        self, t: Real[ArrayLike, ""], y: tuple[PyTree[Array], Float[Array, " n"]], args: PyTree[Any]
+    ) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
         q, v = y
         return v, self.accelerations(t, q, v, args)[0]
 
-    def contr(self, t0, t1, **kwargs):
+    def contr(self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""], **kwargs: Any) -> Real[ArrayLike, ""]:
         return t1 - t0
 
-    def prod(self, vf, control):
+    def prod(self, vf: PyTree[Array], control: Real[ArrayLike, ""]) -> PyTree[Array]:
         return jax.tree_util.tree_map(lambda x: x * control, vf)
 
 
@@ -243,7 +260,7 @@ class GeneralizedAlpha(AbstractSolver):
         if isinstance(self.rho_inf, (int, float)) and not 0.0 <= self.rho_inf <= 1.0:
             raise ValueError(f"GeneralizedAlpha: 'rho_inf' must lie in [0, 1], got {self.rho_inf}")
 
-    def order(self, terms):
+    def order(self, terms: PyTree[AbstractTerm]) -> int:
         return 2
 
     def coefficients(self) -> tuple[Any, Any, Any, Any]:
@@ -255,14 +272,34 @@ class GeneralizedAlpha(AbstractSolver):
         beta = 0.25 * (gamma + 0.5) ** 2
         return alpha_m, alpha_f, gamma, beta
 
-    def init(self, terms: LieGroupMechanicalTerm, t0, t1, y0, args) -> GeneralizedAlphaState:
+    def init(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[PyTree[Array], Float[Array, " n"]],
+        args: PyTree[Any],
+    ) -> GeneralizedAlphaState:
         terms = unwrap_term(terms, LieGroupMechanicalTerm)
         q0, v0 = y0
         vdot0, lam0 = terms.accelerations(t0, q0, v0, args)
         zero = jnp.asarray(0, jnp.int32)
         return GeneralizedAlphaState(vdot0, vdot0, lam0, zero, zero)
 
-    def step_residual(self, terms, t1, h, y0, state, args, tangent_operator: bool = True):
+    def step_residual(
+        self,
+        terms: LieGroupMechanicalTerm,
+        t1: Real[ArrayLike, ""],
+        h: Real[ArrayLike, ""],
+        y0: tuple[PyTree[Array], Float[Array, " n"]],
+        state: GeneralizedAlphaState,
+        args: PyTree[Any],
+        tangent_operator: bool = True,
+    ) -> tuple[
+        Callable[[Float[Array, " k"]], tuple[Float[Array, " k"], Float[Array, "k k"]]],
+        Float[Array, " k"],
+        tuple[Float[ArrayLike, ""], Float[ArrayLike, ""], Float[Array, " n"], Float[Array, " n"], Float[Array, " n"]],
+    ]:
         """The step's Newton system as a function of x = (θ, λ/β'): returns ``fun(x) -> (R, S)`` and the guess.
 
         Exposed for tests (S is checked against ``jax.jacfwd`` of R)."""
@@ -301,7 +338,16 @@ class GeneralizedAlpha(AbstractSolver):
         x0 = jnp.concatenate([th_pred, jnp.zeros_like(state.multiplier)])  # digest: v̇ := 0, λ := 0
         return fun, x0, (beta_p, gamma_p, th_pred, v_pred, a_pred)
 
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+    def step(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[PyTree[Array], Float[Array, " n"]],
+        args: PyTree[Any],
+        solver_state: GeneralizedAlphaState,
+        made_jump: Bool[ArrayLike, ""],
+    ) -> tuple[tuple[PyTree[Array], Float[Array, " n"]], None, dict[str, Any], GeneralizedAlphaState, RESULTS]:
         del made_jump
         terms = unwrap_term(terms, LieGroupMechanicalTerm)
         q0, v0 = y0
@@ -335,5 +381,11 @@ class GeneralizedAlpha(AbstractSolver):
         y1 = (q1, v1)
         return y1, None, dict(y0=y0, y1=y1), state, result
 
-    def func(self, terms, t0, y0, args):
+    def func(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        y0: tuple[PyTree[Array], Float[Array, " n"]],
+        args: PyTree[Any],
+    ) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
         return unwrap_term(terms, LieGroupMechanicalTerm).vf(t0, y0, args)

@@ -24,13 +24,14 @@ The functions below map over the *nodes* of a state (a group element or a vector
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+from jaxtyping import Array, ArrayLike, Float, PyTree, Real
 
 from jaxse3.lie import se3, so3
 
@@ -88,12 +89,12 @@ class SO3Element(LieGroupElement):
     dim: ClassVar[int] = 3
 
 
-def is_group(node) -> bool:
+def is_group(node: Any) -> bool:
     """True for a :class:`LieGroupElement` node."""
     return isinstance(node, LieGroupElement)
 
 
-def map_nodes(fn: Callable, y, *rest):
+def map_nodes(fn: Callable[..., Any], y: PyTree[Any], *rest: PyTree[Any]) -> PyTree[Any]:
     """``jtu.tree_map`` over the nodes of the state ``y`` (group elements and arrays); ``rest`` have ``y``'s node
     structure as a prefix (e.g. vector-field outputs, where each group node is an array of twists)."""
     return jtu.tree_map(fn, y, *rest, is_leaf=is_group)
@@ -111,7 +112,9 @@ def _psi(node: LieGroupElement, coordinates: str, theta: jax.Array) -> jax.Array
     return node.lie.exp(theta) if coordinates == "exp" else node.lie.cay_half(theta)
 
 
-def retract(node, theta: jax.Array, coordinates: Coordinates, side: Side):
+def retract(
+    node: LieGroupElement | Array, theta: Float[Array, "..."], coordinates: Coordinates, side: Side
+) -> LieGroupElement | Array:
     """The point with local coordinates ``theta`` around ``node``: ``ψ(Θ) C`` (spatial) or ``C ψ(Θ)`` (body); for a
     vector node, ``y + Θ``."""
     if not is_group(node):
@@ -122,7 +125,13 @@ def retract(node, theta: jax.Array, coordinates: Coordinates, side: Side):
     return type(node)(new)
 
 
-def local_field(node, theta: jax.Array, velocity: jax.Array, coordinates: Coordinates, side: Side) -> jax.Array:
+def local_field(
+    node: LieGroupElement | Array,
+    theta: Float[Array, "..."],
+    velocity: Float[Array, "..."],
+    coordinates: Coordinates,
+    side: Side,
+) -> Float[Array, "..."]:
     """Right-hand side of the local-coordinate ODE (seed 001 eq. (1.7)): ``dψ⁻¹_{±Θ} V`` with + spatial, − body.
 
     ``dexp⁻¹`` goes through :func:`jaxse3.se3.dexp_inv_apply` (custom_jvp rule: the Newton Jacobians and gradients of
@@ -136,7 +145,9 @@ def local_field(node, theta: jax.Array, velocity: jax.Array, coordinates: Coordi
     return jnp.einsum("...ij,...j->...i", node.lie.dcay_half_inv(arg), velocity)
 
 
-def ambient_derivative(node, velocity: jax.Array, side: Side = "spatial"):
+def ambient_derivative(
+    node: LieGroupElement | Array, velocity: Float[Array, "..."], side: Side = "spatial"
+) -> LieGroupElement | Array:
     """Time derivative of a node in its matrix embedding: ``Ċ = V̂ C`` (spatial) or ``C V̂`` (body), wrapped in the
     node's type (so that it has the state's structure); for a vector node, ``velocity`` itself."""
     if not is_group(node):
@@ -146,7 +157,7 @@ def ambient_derivative(node, velocity: jax.Array, side: Side = "spatial"):
     return type(node)(Vhat @ C if side == "spatial" else C @ Vhat)
 
 
-def algebra_matrix(node, theta: jax.Array):
+def algebra_matrix(node: LieGroupElement | Array, theta: Float[Array, "..."]) -> LieGroupElement | Array:
     """``Θ̂`` wrapped in the node's type (a group node) or ``Θ`` itself (a vector node): how a local-coordinate
     quantity (an error estimate) is given the state's structure."""
     if not is_group(node):
@@ -164,7 +175,7 @@ class LieODETerm(diffrax.ODETerm):
     ``ODETerm`` does.
     """
 
-    def vf(self, t, y, args):
+    def vf(self, t: Real[ArrayLike, ""], y: PyTree[Any], args: PyTree[Any]) -> PyTree[Array]:
         out = self.vector_field(t, y, args)
         expected, got = jtu.tree_structure(y, is_leaf=is_group), jtu.tree_structure(out)
         if expected != got:

@@ -22,19 +22,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
+from jaxtyping import Array, ArrayLike, Float, PyTree, Real
 
 from jaxse3.integrate import group_state as gs
 
 __all__ = ["LocalCoordinateField", "zero_coordinates", "from_local", "solve_recharted"]
 
 
-def zero_coordinates(reference):
+def zero_coordinates(reference: PyTree[Any]) -> PyTree[Array]:
     """``Θ = 0`` for ``reference``: zeros of twist shape ``matrix.shape[:-2] + (dim,)`` for each group node, zeros of
     the leaf's shape for each vector node."""
     return gs.map_nodes(
@@ -43,7 +45,9 @@ def zero_coordinates(reference):
     )
 
 
-def from_local(reference, theta, coordinates: gs.Coordinates = "exp", side: gs.Side = "spatial"):
+def from_local(
+    reference: PyTree[Any], theta: PyTree[Array], coordinates: gs.Coordinates = "exp", side: gs.Side = "spatial"
+) -> PyTree[Any]:
     """The state with local coordinates ``theta`` around ``reference``: ``ψ(Θ) C_ref`` / ``C_ref ψ(Θ)`` / ``y_ref +
     Θ``."""
     gs.check_options(coordinates, side)
@@ -71,7 +75,9 @@ class LocalCoordinateField(eqx.Module):
     def __check_init__(self):
         gs.check_options(self.coordinates, self.side)
 
-    def __call__(self, t, theta, args):
+    def __call__(
+        self, t: Real[ArrayLike, ""], theta: PyTree[Array], args: tuple[PyTree[Any], PyTree[Any]]
+    ) -> PyTree[Array]:
         reference, user_args = args
         y = from_local(reference, theta, self.coordinates, self.side)
         v = gs.LieODETerm(self.vector_field).vf(t, y, user_args)
@@ -91,20 +97,20 @@ def _chart_angle(reference, theta, coordinates: str) -> jax.Array:
 
 
 def solve_recharted(
-    vector_field: Callable,
+    vector_field: Callable[..., PyTree[Array]],
     solver: diffrax.AbstractSolver,
     t0: float,
     t1: float,
-    y0,
+    y0: PyTree[Any],
     *,
     num_charts: int,
     steps_per_chart: int = 1,
-    args=None,
+    args: PyTree[Any] = None,
     coordinates: gs.Coordinates = "exp",
     side: gs.Side = "spatial",
     max_angle: float = 0.5 * math.pi,
-    **diffeqsolve_kwargs,
-):
+    **diffeqsolve_kwargs: Any,
+) -> tuple[Float[Array, " k"], PyTree[Any]]:
     """Integrate ``C' = V̂ C`` / ``C V̂`` (and vector leaves) from ``t0`` to ``t1`` on ``num_charts`` equal local charts.
 
     On chart ``k`` (``[τ_k, τ_{k+1}]``) the local-coordinate ODE of :class:`LocalCoordinateField` is solved by

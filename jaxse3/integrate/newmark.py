@@ -38,14 +38,15 @@ Jacobian-refresh decision stay scalar, so ``iteration="modified"`` saves its Jac
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
+from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
-from jaxse3.integrate.newton import Factors, factor, modified_newton, newton, unwrap_term
+from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, unwrap_term
 
 __all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
 
@@ -75,14 +76,30 @@ class SecondOrderResidualTerm(AbstractTerm):
     residual: Callable[..., jax.Array]
     jacobian: Callable[..., tuple[jax.Array, jax.Array, jax.Array]] | None = None
 
-    def partials(self, t, q, qd, qdd, args) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    def partials(
+        self,
+        t: Real[ArrayLike, ""],
+        q: Float[Array, "*b n"],
+        qd: Float[Array, "*b n"],
+        qdd: Float[Array, "*b n"],
+        args: PyTree[Any],
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n n"], Float[Array, "*b n n"], Float[Array, "*b n n"]]:
         """``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at one point."""
         r = self.residual(t, q, qd, qdd, args)
         if self.jacobian is not None:
             return (r, *self.jacobian(t, q, qd, qdd, args))
         return (r, *jax.jacfwd(self.residual, argnums=(1, 2, 3))(t, q, qd, qdd, args))
 
-    def solve_acceleration(self, t, q, qd, args, tol: float, max_iters: int, scale=1.0):
+    def solve_acceleration(
+        self,
+        t: Real[ArrayLike, ""],
+        q: Float[Array, "*b n"],
+        qd: Float[Array, "*b n"],
+        args: PyTree[Any],
+        tol: float,
+        max_iters: int,
+        scale: Float[ArrayLike, ""] = 1.0,
+    ) -> NewtonResult:
         """q̈ with ``r(t, q, q̇, q̈) = 0`` by Newton from q̈ = 0 (test ``scale ‖r‖_∞ ≤ tol``); a NewtonResult."""
         _check_vector((q, qd), self.jacobian)
 
@@ -93,15 +110,17 @@ class SecondOrderResidualTerm(AbstractTerm):
 
         return newton(fun, jnp.zeros_like(qd), (self, t, q, qd, args, scale), tol, max_iters)
 
-    def vf(self, t, y, args):
+    def vf(
+        self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         q, qd = y
         sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
         return qd, eqx.error_if(sol.value, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
 
-    def contr(self, t0, t1, **kwargs):
+    def contr(self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""], **kwargs: Any) -> Real[ArrayLike, ""]:
         return t1 - t0
 
-    def prod(self, vf, control):
+    def prod(self, vf: PyTree[Array], control: Real[ArrayLike, ""]) -> PyTree[Array]:
         return jax.tree_util.tree_map(lambda x: x * control, vf)
 
 
@@ -145,10 +164,17 @@ class Newmark(AbstractSolver):
         if self.iteration not in ("newton", "modified"):
             raise ValueError(f"Newmark: iteration must be 'newton' or 'modified', got {self.iteration!r}")
 
-    def order(self, terms):
+    def order(self, terms: PyTree[AbstractTerm]) -> int:
         return 2
 
-    def init(self, terms, t0, t1, y0, args) -> NewmarkState:
+    def init(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+    ) -> NewmarkState:
         terms = unwrap_term(terms, SecondOrderResidualTerm)
         q0, qd0 = y0
         h = t1 - t0
@@ -160,7 +186,13 @@ class Newmark(AbstractSolver):
         S = self._system(qdd0, (self, terms, t0, h, y0, qdd0, args))[1]
         return NewmarkState(qdd0, zero, zero, jnp.asarray(1, jnp.int32), factor(jax.lax.stop_gradient(S)))
 
-    def predict(self, h, y0, qdd0, qdd1):
+    def predict(
+        self,
+        h: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        qdd0: Float[Array, "*b n"],
+        qdd1: Float[Array, "*b n"],
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         """(q_{n+1}, q̇_{n+1}) from the Newmark update for a given q̈_{n+1}."""
         q0, qd0 = y0
         beta, gamma = self.beta, self.gamma
@@ -184,7 +216,16 @@ class Newmark(AbstractSolver):
         scale = solver.beta * h * h
         return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
 
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+    def step(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+        solver_state: NewmarkState,
+        made_jump: Bool[ArrayLike, ""],
+    ) -> tuple[tuple[Float[Array, "*b n"], Float[Array, "*b n"]], None, dict[str, Any], NewmarkState, RESULTS]:
         del made_jump
         terms = unwrap_term(terms, SecondOrderResidualTerm)
         h = t1 - t0
@@ -216,5 +257,11 @@ class Newmark(AbstractSolver):
         result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
         return y1, None, dict(y0=y0, y1=y1), state, result
 
-    def func(self, terms, t0, y0, args):
+    def func(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         return unwrap_term(terms, SecondOrderResidualTerm).vf(t0, y0, args)

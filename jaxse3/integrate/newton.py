@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import optimistix as optx
 from jax import lax
+from jaxtyping import Array, Bool, Float
 
 __all__ = [
     "NewtonResults",
@@ -77,7 +78,7 @@ class NewtonResult(eqx.Module):
     stats: dict[str, Any] = eqx.field(default_factory=dict)
 
     @property
-    def converged(self) -> jax.Array:
+    def converged(self) -> Bool[Array, ""]:
         """True iff the solve succeeded (a traced bool inside jit)."""
         return self.result == NewtonResults.successful
 
@@ -92,9 +93,9 @@ def _solve(S, R):
 
 
 def newton_iterations(
-    fun: Callable[[jax.Array], tuple[jax.Array, jax.Array]],
-    x0: jax.Array,
-    done: Callable[[jax.Array, jax.Array, jax.Array], jax.Array],
+    fun: Callable[[Float[Array, "*b k"]], tuple[Float[Array, "*b k"], Float[Array, "*b k k"]]],
+    x0: Float[Array, "*b k"],
+    done: Callable[[Float[Array, "*b k"], Float[Array, "*b k"], Float[Array, "*b k"]], Bool[Array, ""]],
     max_steps: int,
     contractive: bool = False,
 ) -> NewtonResult:
@@ -141,11 +142,11 @@ def newton_iterations(
 
 
 def differentiable_root(
-    residual: Callable[[jax.Array, Any], jax.Array],
-    matrix: Callable[[jax.Array, Any], jax.Array],
-    x: jax.Array,
+    residual: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k"]],
+    matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]],
+    x: Float[Array, "*b k"],
     params: Any,
-) -> jax.Array:
+) -> Float[Array, "*b k"]:
     """``x`` (a root of ``residual(·, params)``, computed without gradients), differentiable w.r.t. ``params`` by the
     implicit function theorem: ``dx = −matrix(x, params)⁻¹ ∂residual/∂params · dparams``.
 
@@ -177,12 +178,12 @@ def _frozen(params):
 
 
 def newton(
-    fun: Callable[[jax.Array, Any], tuple[jax.Array, jax.Array]],
-    x0: jax.Array,
+    fun: Callable[[Float[Array, "*b k"], Any], tuple[Float[Array, "*b k"], Float[Array, "*b k k"]]],
+    x0: Float[Array, "*b k"],
     params: Any,
     tol: float,
     max_iters: int,
-    exact_matrix: Callable[[jax.Array, Any], jax.Array] | None = None,
+    exact_matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]] | None = None,
 ) -> NewtonResult:
     """Solve ``R(x, params) = 0`` by Newton's method with a caller-supplied iteration matrix; the root is
     differentiable w.r.t. ``params`` (implicit function theorem).
@@ -223,7 +224,7 @@ class Factors(NamedTuple):
     pivots: jax.Array
 
 
-def factor(S: jax.Array) -> Factors:
+def factor(S: Float[Array, "*b k k"]) -> Factors:
     """The LU :class:`Factors` of ``S`` (one matrix or a stack of blocks)."""
     lu, pivots = jsl.lu_factor(S)
     return Factors(lu, pivots)
@@ -234,9 +235,9 @@ def _lu_solve(f: Factors, R):
 
 
 def modified_newton(
-    residual: Callable[[jax.Array, Any], jax.Array],
-    matrix: Callable[[jax.Array, Any], jax.Array],
-    x0: jax.Array,
+    residual: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k"]],
+    matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]],
+    x0: Float[Array, "*b k"],
     params: Any,
     factors: Factors,
     tol: float,
@@ -286,7 +287,7 @@ def unwrap_term(terms: Any, cls: type) -> Any:
     return terms
 
 
-def newton_statistics(sol: diffrax.Solution) -> dict[str, jax.Array]:
+def newton_statistics(sol: diffrax.Solution) -> dict[str, Array]:
     """Newton iterations of a generalised-α or Newmark solve (``sol``) saved with ``SaveAt(..., solver_state=True)``.
 
     Returns ``{"total", "per_step" (mean), "max_per_step"}``, and for Newmark-β also ``"jacobians"`` (iteration

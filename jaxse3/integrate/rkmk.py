@@ -37,7 +37,8 @@ rotations below a half turn); both are increments of one step, far from the limi
 from __future__ import annotations
 
 import functools
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -45,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
 from diffrax import RESULTS, AbstractLocalInterpolation
+from jaxtyping import Array, ArrayLike, Bool, PyTree, Real
 
 from jaxse3.integrate import group_state as gs
 from jaxse3.integrate.tableaux import BOSH3, DOPRI5, EULER, HEUN, RK4, ButcherTableau
@@ -81,7 +83,9 @@ class LieHermiteInterpolation(AbstractLocalInterpolation):
     coordinates: str = eqx.field(static=True, default="exp")
     side: str = eqx.field(static=True, default="spatial")
 
-    def evaluate(self, t0, t1=None, left: bool = True):
+    def evaluate(
+        self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""] | None = None, left: bool = True
+    ) -> PyTree[Any]:
         del left
         if t1 is not None:
             raise NotImplementedError(
@@ -123,13 +127,20 @@ class RKMK(diffrax.AbstractAdaptiveSolver):
         gs.check_options(self.coordinates, self.side)
 
     @property
-    def interpolation_cls(self):  # type: ignore[override]
+    def interpolation_cls(self) -> Callable[..., LieHermiteInterpolation]:  # type: ignore[override]
         return functools.partial(LieHermiteInterpolation, coordinates=self.coordinates, side=self.side)
 
-    def order(self, terms) -> int:
+    def order(self, terms: PyTree[diffrax.AbstractTerm]) -> int:
         return self.tableau.order
 
-    def init(self, terms, t0, t1, y0, args):
+    def init(
+        self,
+        terms: diffrax.AbstractTerm,
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: PyTree[Any],
+        args: PyTree[Any],
+    ) -> PyTree[Array]:
         return terms.vf(t0, y0, args)
 
     def _local(self, y0, theta, v):
@@ -138,7 +149,16 @@ class RKMK(diffrax.AbstractAdaptiveSolver):
     def _retract(self, y0, theta):
         return gs.map_nodes(lambda n, th: gs.retract(n, th, self.coordinates, self.side), y0, theta)
 
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+    def step(
+        self,
+        terms: diffrax.AbstractTerm,
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: PyTree[Any],
+        args: PyTree[Any],
+        solver_state: PyTree[Array],
+        made_jump: Bool[ArrayLike, ""],
+    ) -> tuple[PyTree[Any], PyTree[Any] | None, dict[str, Any], PyTree[Array], RESULTS]:
         tab, f = self.tableau, terms.vf
         h = t1 - t0
         if isinstance(made_jump, bool) and not made_jump:
@@ -167,7 +187,9 @@ class RKMK(diffrax.AbstractAdaptiveSolver):
         dense_info = dict(y0=y0, theta=theta, m0=scale(v0), m1=scale(k1))
         return y1, y_error, dense_info, v1, RESULTS.successful
 
-    def func(self, terms, t0, y0, args):
+    def func(
+        self, terms: diffrax.AbstractTerm, t0: Real[ArrayLike, ""], y0: PyTree[Any], args: PyTree[Any]
+    ) -> PyTree[Any]:
         v = terms.vf(t0, y0, args)
         return gs.map_nodes(lambda n, vi: gs.ambient_derivative(n, vi, self.side), y0, v)
 

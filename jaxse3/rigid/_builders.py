@@ -12,9 +12,11 @@ placements and joint types, and an optional floating base.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._model import Model, spatial_inertia
@@ -52,7 +54,7 @@ class ModelBuilder:
     given in it. ``axis`` is normalised for revolute/helical joints; ``pitch`` is the helical translation per radian.
     """
 
-    def __init__(self, gravity=(0.0, 0.0, -9.81)):
+    def __init__(self, gravity: Float[ArrayLike, "3"] = (0.0, 0.0, -9.81)):
         self.gravity = np.asarray(gravity, dtype=float)
         self._frames: dict[str, _Frame] = {}
         self._parents: list[int] = []
@@ -75,12 +77,12 @@ class ModelBuilder:
         parent: str | None,
         joint_type: str,
         *,
-        axis=(0.0, 0.0, 1.0),
+        axis: Float[ArrayLike, "3"] = (0.0, 0.0, 1.0),
         pitch: float = 0.0,
-        placement=None,
+        placement: Float[ArrayLike, "4 4"] | None = None,
         mass: float = 0.0,
-        com=(0.0, 0.0, 0.0),
-        inertia=None,
+        com: Float[ArrayLike, "3"] = (0.0, 0.0, 0.0),
+        inertia: Float[ArrayLike, "3 3"] | None = None,
     ) -> None:
         """Add body ``name`` attached to ``parent`` by a joint of ``joint_type`` (or ``"fixed"``: merged)."""
         if name in self._frames:
@@ -148,10 +150,10 @@ def auto_tree(
     skew: float = 0.0,
     taper: float = 1.0,
     *,
-    joint_types="revolute",
+    joint_types: str | Sequence[str] = "revolute",
     floating_base: bool = False,
     seed: int | None = None,
-    gravity=(0.0, 0.0, -9.81),
+    gravity: Float[ArrayLike, "3"] = (0.0, 0.0, -9.81),
 ) -> Model:
     """Featherstone's ``autoTree(nb, bf, skew, taper)``: a serial chain (bf = 1) or a branched tree (bf > 1).
 

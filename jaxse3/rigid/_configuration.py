@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._model import Model, check_vector
@@ -18,7 +18,9 @@ from jaxse3.rigid._model import Model, check_vector
 __all__ = ["integrate", "difference", "neutral_configuration", "random_configuration", "tangent_of"]
 
 
-def integrate(model: Model, q: Array, v: Array, dt: float | Array = 1.0) -> Array:
+def integrate(
+    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"], dt: Float[ArrayLike, ""] = 1.0
+) -> Float[Array, " nq"]:
     """q ⊕ (v dt), joint by joint (exact exponential for spherical and free joints). Returns (nq,)."""
     q = check_vector("integrate", model, "q", q, "nq")
     v = check_vector("integrate", model, "v", v, "nv")
@@ -28,7 +30,7 @@ def integrate(model: Model, q: Array, v: Array, dt: float | Array = 1.0) -> Arra
     )
 
 
-def difference(model: Model, q0: Array, q1: Array) -> Array:
+def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
     """v with ``integrate(model, q0, v, 1) == q1`` (principal logarithm for spherical/free joints). Returns (nv,)."""
     q0 = check_vector("difference", model, "q0", q0, "nq")
     q1 = check_vector("difference", model, "q1", q1, "nq")
@@ -37,20 +39,20 @@ def difference(model: Model, q0: Array, q1: Array) -> Array:
     )
 
 
-def neutral_configuration(model: Model) -> Array:
+def neutral_configuration(model: Model) -> Float[Array, " nq"]:
     """The identity configuration: zero joint values and identity quaternions (w = 1)."""
     dtype = model.inertias.dtype
     return jnp.concatenate([_joints.neutral(t, dtype) for t in model.joint_types])
 
 
-def random_configuration(model: Model, key: Array, scale: float = 1.0) -> Array:
+def random_configuration(model: Model, key: PRNGKeyArray, scale: float = 1.0) -> Float[Array, " nq"]:
     """A random configuration: ``neutral ⊕ δ`` with δ ~ N(0, scale²) for each joint (uniform-ish rotations for scale
     ≳ 2)."""
     delta = scale * jax.random.normal(key, (model.nv,), dtype=model.inertias.dtype)
     return integrate(model, neutral_configuration(model), delta)
 
 
-def tangent_of(model: Model, q, dq):
+def tangent_of(model: Model, q: Float[Array, " nq"], dq: Float[Array, " nq"]) -> Float[Array, " nv"]:
     """Map an ambient tangent ``dq`` (nq,) at ``q`` to tangent coordinates δ (nv,) of the right perturbation.
 
     1-DoF joints: δ = dq. Spherical: δ = 2 vec(q̄ ⊗ dq) (unit quaternion q, Hamilton (w, x, y, z)). Free:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.rigid._forward_dynamics import forward_dynamics as _forward_dynamics_plain
 from jaxse3.rigid._forward_dynamics_derivatives import check_fd_state
@@ -26,7 +26,9 @@ from jaxse3.rigid._rnea_second_order_derivatives import rnea_second_order_deriva
 __all__ = ["forward_dynamics_second_order_derivatives"]
 
 
-def forward_dynamics_second_order_derivatives(model: Model, q, v, tau) -> tuple[Array, Array, Array, Array]:
+def forward_dynamics_second_order_derivatives(
+    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"], tau: Float[ArrayLike, " nv"]
+) -> tuple[Float[Array, "nv nv nv"], Float[Array, "nv nv nv"], Float[Array, "nv nv nv"], Float[Array, "nv nv nv"]]:
     """``(d2a_dq2, d2a_dv2, d2a_dqdv, d2a_dqdtau)`` of forward dynamics, each (nv, nv, nv), layouts
     ``[a, q, q]``, ``[a, v, v]``, ``[a, q, v]``, ``[a, q, τ]`` (``H[:, x, y] = ∂_y ∂_x a``; the q-q block inside a
     multi-DoF joint is not symmetric, as for inverse dynamics). Chain rule of digest §6 item 9 (module docstring)."""

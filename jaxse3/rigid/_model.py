@@ -21,10 +21,12 @@ The trace-time checks of states that every public function runs are here too (:f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._spatial import skew
@@ -52,7 +54,14 @@ class Model(eqx.Module):
     gravity: Array  # (3,)
 
     def __init__(
-        self, parents, joint_types, joint_placements, joint_axes, inertias, gravity=(0.0, 0.0, -9.81), names=None
+        self,
+        parents: Sequence[int],
+        joint_types: Sequence[str],
+        joint_placements: Float[ArrayLike, "... nb 4 4"],
+        joint_axes: Float[ArrayLike, "... nb 6"],
+        inertias: Float[ArrayLike, "... nb 6 6"],
+        gravity: Float[ArrayLike, "... 3"] = (0.0, 0.0, -9.81),
+        names: Sequence[str] | None = None,
     ):
         parents, joint_types = tuple(int(p) for p in parents), tuple(str(t) for t in joint_types)
         nb = len(parents)
@@ -133,7 +142,9 @@ def _check_inertias(inertias, names) -> None:
         )
 
 
-def spatial_inertia(mass, com, inertia_com):
+def spatial_inertia(
+    mass: Float[ArrayLike, ""], com: Float[ArrayLike, "3"], inertia_com: Float[ArrayLike, "3 3"]
+) -> Float[np.ndarray, "6 6"] | Float[Array, "6 6"]:
     """Spatial inertia about the frame origin, angular first: ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]``.
 
     ``mass`` scalar, ``com`` (3,) centre of mass in the body frame, ``inertia_com`` (3, 3) rotational inertia about the
@@ -147,7 +158,7 @@ def spatial_inertia(mass, com, inertia_com):
     return xp.concatenate([top, bottom], axis=0)
 
 
-def check_vector(fname: str, model: Model, name: str, x, size_name: str):
+def check_vector(fname: str, model: Model, name: str, x: ArrayLike, size_name: str) -> Float[Array, " n"]:
     """Trace-time check that ``x`` is a vector of length ``model.nq`` or ``model.nv``; returns it as a float array.
 
     A vector of length ``nq`` is a configuration: it also gets the run-time check of :func:`check_quaternions`, so
@@ -165,7 +176,14 @@ def check_vector(fname: str, model: Model, name: str, x, size_name: str):
     return x
 
 
-def check_state(fname: str, model: Model, q, v=None, a=None, f_ext=None):
+def check_state(
+    fname: str,
+    model: Model,
+    q: ArrayLike,
+    v: ArrayLike | None = None,
+    a: ArrayLike | None = None,
+    f_ext: ArrayLike | None = None,
+) -> list[Array]:
     """Trace-time shape checks of a state: q (nq,), v and a (nv,), f_ext (nb, 6) or None. Returns the arrays."""
     out = [check_vector(fname, model, "q", q, "nq")]
     for name, x in (("v", v), ("a", a)):
@@ -179,7 +197,7 @@ def check_state(fname: str, model: Model, q, v=None, a=None, f_ext=None):
     return out
 
 
-def check_quaternions(fname: str, model: Model, name: str, q: Array) -> Array:
+def check_quaternions(fname: str, model: Model, name: str, q: Float[Array, " nq"]) -> Float[Array, " nq"]:
     """Run-time check that the quaternions of the spherical and free joints in the configuration ``q`` have unit
     norm, ``|‖quat‖ − 1| ≤ max(1e-6, √ε)`` (1e-6 in float64, 3.5e-4 in float32); returns ``q`` unchanged.
 

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array
+from jaxtyping import Array, Float
 
 from jaxse3.rigid import _spatial
 from jaxse3.rigid._kinematics import world_motion_subspaces, world_poses
@@ -61,7 +61,13 @@ class GroundPass(NamedTuple):
     fC: Array  # composite forces (nb, 6), external forces subtracted
 
 
-def ground_pass(model: Model, q, v, a, f_ext=None) -> GroundPass:
+def ground_pass(
+    model: Model,
+    q: Float[Array, " nq"],
+    v: Float[Array, " nv"],
+    a: Float[Array, " nv"],
+    f_ext: Float[Array, "nb 6"] | None = None,
+) -> GroundPass:
     """Forward pass of IDSVA in the ground frame, with the subtree sums as products with ``Topology.support``.
 
     Gravity enters as the base acceleration ``a_0 = −a_g`` (Algorithm 1 line 1); ``f_ext`` (nb, 6) are wrenches on

@@ -40,7 +40,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.rigid import _spatial
 from jaxse3.rigid._model import Model, check_state
@@ -209,7 +209,13 @@ def _tables(model: Model, q, v, a, f_ext=None) -> tuple[dict[str, Array], Array]
     return u, xd
 
 
-def rnea_second_order_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, Array, Array]:
+def rnea_second_order_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    a: Float[ArrayLike, " nv"],
+    f_ext: Float[ArrayLike, "nb 6"] | None = None,
+) -> tuple[Float[Array, "nv nv nv"], Float[Array, "nv nv nv"], Float[Array, "nv nv nv"], Float[Array, "nv nv nv"]]:
     """IDSVA SO (seed 002 Algorithm 1 with the errata of digest §7): ``(d2tau_dq2, d2tau_dv2, d2tau_dqdv, dM_dq)``.
 
     Layouts (all ``(nv, nv, nv)``): ``d2tau_dq2[τ, q_j, q_k] = ∂_k ∂_j τ`` (tangent space, right perturbation; not
@@ -243,7 +249,16 @@ def _contract(pieces, masks, u, xd, axis: int, vec):
     return total
 
 
-def second_order_contractions(model: Model, q, v, a, f_ext, dq, dv, da):
+def second_order_contractions(
+    model: Model,
+    q: Float[Array, " nq"],
+    v: Float[Array, " nv"],
+    a: Float[Array, " nv"],
+    f_ext: Float[Array, "nb 6"] | None,
+    dq: Float[Array, " nv"] | None,
+    dv: Float[Array, " nv"] | None,
+    da: Float[Array, " nv"] | None,
+) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """Directional derivative of ``(∂τ/∂q, ∂τ/∂v, M)`` along a tangent (δq in tangent coordinates, δv, δa), as
     contractions of the second-order tensors without forming them (digest §9); ``None`` stands for a zero tangent.
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-from jaxtyping import Array
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rigid._configuration import tangent_of
@@ -62,7 +62,13 @@ def _rnea_derivatives_jvp(primals, tangents):
 _rnea_derivatives = custom_rule("rigid.rnea_derivatives", _first_order, _rnea_derivatives_jvp)
 
 
-def rnea_derivatives(model: Model, q, v, a, f_ext=None) -> tuple[Array, Array, Array]:
+def rnea_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    a: Float[ArrayLike, " nv"],
+    f_ext: Float[ArrayLike, "nb 6"] | None = None,
+) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """IDSVA FO (seed 002 eqs. (7)–(8)): ``(∂τ/∂q, ∂τ/∂v, M)``, each ``(nv, nv)``, rows = τ.
 
     ``∂τ/∂q[:, k] = d/dε rnea(model, integrate(q, ε e_k), v, a)`` at ε = 0: the tangent-space derivative with the
@@ -93,7 +99,13 @@ def _rnea_jvp(primals, tangents):
 _rnea_differentiable = custom_rule("rigid.rnea", _rnea, _rnea_jvp)
 
 
-def rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None) -> Array:
+def rnea(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    a: Float[ArrayLike, " nv"],
+    f_ext: Float[ArrayLike, "nb 6"] | None = None,
+) -> Float[Array, " nv"]:
     """Inverse dynamics τ = M(q) a + C(q, v) v + g(q) − Σ J_iᵀ f_ext,i, shape (nv,), differentiable by the
     analytical algorithms.
 
@@ -131,7 +143,13 @@ def _forward_dynamics_jvp(primals, tangents):
 _forward_dynamics = custom_rule("rigid.forward_dynamics", _forward_dynamics_plain, _forward_dynamics_jvp)
 
 
-def forward_dynamics(model: Model, q: Array, v: Array, tau: Array, f_ext: Array | None = None) -> Array:
+def forward_dynamics(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
+    f_ext: Float[ArrayLike, "nb 6"] | None = None,
+) -> Float[Array, " nv"]:
     """Joint accelerations a (nv,) with ``rnea(q, v, a, f_ext) = τ`` (CRBA and a Cholesky solve), differentiable by
     the analytical algorithms; ``f_ext`` as in :func:`rnea`.
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
-from jaxtyping import Array
+from jaxtyping import Array, Float
 
 from jaxse3.lie import se3 as _se3
 
 
-def skew(x):
+def skew(x: Float[Array, "... 3"]) -> Float[Array, "... 3 3"]:
     """x̃ (..., 3, 3) with x̃ y = x × y, for a 3-vector or a stack of them (..., 3)."""
     z = jnp.zeros_like(x[..., 0])
     return jnp.stack(
@@ -38,32 +38,38 @@ def _rot(R, x):
     return jnp.einsum("...ij,...j->...i", R, x)
 
 
-def cross_motion(v, m):
+def cross_motion(v: Float[Array, "... 6"], m: Float[Array, "... 6"]) -> Float[Array, "... 6"]:
     """v × m = (ω × m_ω, ω × m_v + v_lin × m_ω) on trailing axes."""
     w, u, mw, mu = v[..., :3], v[..., 3:], m[..., :3], m[..., 3:]
     return jnp.concatenate([jnp.cross(w, mw), jnp.cross(w, mu) + jnp.cross(u, mw)], axis=-1)
 
 
-def cross_force(v, f):
+def cross_force(v: Float[Array, "... 6"], f: Float[Array, "... 6"]) -> Float[Array, "... 6"]:
     """v ×* f = (ω × n + v_lin × f_lin, ω × f_lin) on trailing axes."""
     w, u, n, fl = v[..., :3], v[..., 3:], f[..., :3], f[..., 3:]
     return jnp.concatenate([jnp.cross(w, n) + jnp.cross(u, fl), jnp.cross(w, fl)], axis=-1)
 
 
-def motion_to_child(R, p, m):
+def motion_to_child(
+    R: Float[Array, "... 3 3"], p: Float[Array, "... 3"], m: Float[Array, "... 6"]
+) -> Float[Array, "... 6"]:
     """Ad_{H⁻¹} m: a motion vector in parent coordinates expressed in the child frame H = (R, p)."""
     w, u = m[..., :3], m[..., 3:]
     Rt = jnp.swapaxes(R, -1, -2)
     return jnp.concatenate([_rot(Rt, w), _rot(Rt, u - jnp.cross(p, w))], axis=-1)
 
 
-def motion_to_parent(R, p, m):
+def motion_to_parent(
+    R: Float[Array, "... 3 3"], p: Float[Array, "... 3"], m: Float[Array, "... 6"]
+) -> Float[Array, "... 6"]:
     """Ad_H m: a motion vector in child coordinates expressed in the parent frame."""
     Rw = _rot(R, m[..., :3])
     return jnp.concatenate([Rw, _rot(R, m[..., 3:]) + jnp.cross(p, Rw)], axis=-1)
 
 
-def force_to_parent(R, p, f):
+def force_to_parent(
+    R: Float[Array, "... 3 3"], p: Float[Array, "... 3"], f: Float[Array, "... 6"]
+) -> Float[Array, "... 6"]:
     """Ad_{H⁻¹}ᵀ f: a wrench (moment, force) in child coordinates expressed in the parent frame."""
     Rf = _rot(R, f[..., 3:])
     return jnp.concatenate([_rot(R, f[..., :3]) + jnp.cross(p, Rf), Rf], axis=-1)
@@ -74,17 +80,17 @@ class Inertia(NamedTuple):
     frame origin (``I_c + m c̃c̃ᵀ``, (..., 3, 3)), the first moment of mass ``h = m c`` (..., 3) and the mass ``m`` (...).
     Sums of inertias are sums of parts; the 10 numbers replace 36 in transforms, composites and products."""
 
-    A: Array
-    h: Array
-    m: Array
+    A: Float[Array, "... 3 3"]
+    h: Float[Array, "... 3"]
+    m: Float[Array, "..."]
 
-    def matrix(self) -> Array:
+    def matrix(self) -> Float[Array, "... 6 6"]:
         """The 6×6 matrix."""
         H = skew(self.h)
         m = self.m[..., None, None] * jnp.eye(3, dtype=self.A.dtype)
         return jnp.concatenate([jnp.concatenate([self.A, H], -1), jnp.concatenate([-H, m], -1)], -2)
 
-    def apply(self, x: Array) -> Array:
+    def apply(self, x: Float[Array, "... 6"]) -> Float[Array, "... 6"]:
         """I x for motion vectors x (..., 6) (broadcast over leading axes): ``(A ω + h × u, ω × h + m u)``."""
         w, u = x[..., :3], x[..., 3:]
         return jnp.concatenate(
@@ -92,7 +98,7 @@ class Inertia(NamedTuple):
         )
 
 
-def inertia_parts(inertia: Array) -> Inertia:
+def inertia_parts(inertia: Float[Array, "... 6 6"]) -> Inertia:
     """The :class:`Inertia` parts of 6×6 spatial inertias (..., 6, 6) (h from the skew part of the upper-right block,
     m from the trace of the lower-right one)."""
     H = inertia[..., :3, 3:]
@@ -100,7 +106,7 @@ def inertia_parts(inertia: Array) -> Inertia:
     return Inertia(inertia[..., :3, :3], h, jnp.trace(inertia[..., 3:, 3:], axis1=-2, axis2=-1) / 3.0)
 
 
-def inertia_to_parent(R: Array, p: Array, inertia: Inertia) -> Inertia:
+def inertia_to_parent(R: Float[Array, "... 3 3"], p: Float[Array, "... 3"], inertia: Inertia) -> Inertia:
     """Ad_{H⁻¹}ᵀ I Ad_{H⁻¹} for the child pose H = (R, p), by parts (batched): with ``h_R = R h``,
     ``h' = h_R + m p`` and ``A' = R A Rᵀ − p̃ h̃_R − h̃' p̃`` (one 3×3 sandwich instead of two 6×6 products)."""
     hR = _rot(R, inertia.h)
@@ -114,17 +120,17 @@ def inertia_to_parent(R: Array, p: Array, inertia: Inertia) -> Inertia:
 # spatial cross-product matrices (seed 002 eqs. (3)–(4) and the swapped force cross of digest §1.1)
 
 
-def crf_bar(f):
+def crf_bar(f: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:
     """f×̄*, defined by (f×̄*) v = (v×*) f; equals −adbar_f and is skew-symmetric (digest §1.1)."""
     return -_se3.adbar(f)
 
 
-def crf_times(x, M):
+def crf_times(x: Float[Array, "... 6"], M: Float[Array, "... 6 6"]) -> Float[Array, "... 6 6"]:
     """(x×*) M for any 6×6 ``M`` (batched), as cross products on the columns of M (cheaper than a 6×6 product)."""
     return jnp.swapaxes(cross_force(x[..., None, :], jnp.swapaxes(M, -1, -2)), -1, -2)
 
 
-def cross_sandwich(x, M):
+def cross_sandwich(x: Float[Array, "... 6"], M: Float[Array, "... 6 6"]) -> Float[Array, "... 6 6"]:
     """(x×*) M − M (x×) for any 6×6 ``M`` (batched); ``M (x×)`` has rows ``−(x×*) M[r, :]`` since ``(x×)ᵀ = −x×*``."""
     return crf_times(x, M) + cross_force(x[..., None, :], M)
 
@@ -136,11 +142,11 @@ class CoriolisBlocks(NamedTuple):
     ``(n, f) = I x`` for x = (ω, u) (the m terms cancel, and the upper-right block is ``(ω × h + m u − f)~ = 0``).
     B is linear in (X, f), so composites are sums of blocks."""
 
-    X: Array  # (..., 3, 3)
-    f: Array  # (..., 3)
+    X: Float[Array, "... 3 3"]
+    f: Float[Array, "... 3"]
 
     @classmethod
-    def of(cls, inertia: Inertia, x, momentum) -> "CoriolisBlocks":
+    def of(cls, inertia: Inertia, x: Float[Array, "... 6"], momentum: Float[Array, "... 6"]) -> CoriolisBlocks:
         """The blocks of B(I, x), given ``momentum = I x``."""
         W, U, H = skew(x[..., :3]), skew(x[..., 3:]), skew(inertia.h)
         WA, UH = W @ inertia.A, U @ H
@@ -148,16 +154,16 @@ class CoriolisBlocks(NamedTuple):
             WA + jnp.swapaxes(WA, -1, -2) - UH - jnp.swapaxes(UH, -1, -2) - skew(momentum[..., :3]), momentum[..., 3:]
         )
 
-    def matrix(self) -> Array:
+    def matrix(self) -> Float[Array, "... 6 6"]:
         """The 6×6 matrix."""
         z = jnp.zeros_like(self.X)
         return jnp.concatenate([jnp.concatenate([self.X, z], -1), jnp.concatenate([-2.0 * skew(self.f), z], -1)], -2)
 
-    def apply(self, y):
+    def apply(self, y: Float[Array, "... 6"]) -> Float[Array, "... 6"]:
         """B y = (X y_ω, −2 f × y_ω)."""
         return jnp.concatenate([_rot(self.X, y[..., :3]), -2.0 * jnp.cross(self.f, y[..., :3])], -1)
 
-    def apply_transpose(self, y):
+    def apply_transpose(self, y: Float[Array, "... 6"]) -> Float[Array, "... 6"]:
         """Bᵀ y = (Xᵀ y_ω + 2 f × y_v, 0)."""
         return jnp.concatenate(
             [

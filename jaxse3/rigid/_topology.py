@@ -25,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float, PyTree
 
 from jaxse3.rigid import joints as _joints
 from jaxse3.rigid._model import Model
@@ -114,7 +115,7 @@ def topology(model: Model) -> Topology:
     return topology_of(model.parents, model.joint_types)
 
 
-def subtree_sums(top: Topology, tree):
+def subtree_sums(top: Topology, tree: PyTree[Float[Array, "nb ..."]]) -> PyTree[Float[Array, "nb ..."]]:
     """``x_i ← Σ_{k⪰i} x_k`` for every (nb, ...) leaf of ``tree``, as one product with ``top.support``."""
     leaves, treedef = jax.tree.flatten(tree)
     nb = leaves[0].shape[0]

@@ -27,6 +27,7 @@ import warnings
 from xml.etree import ElementTree
 
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxse3.rigid._builders import ModelBuilder
 from jaxse3.rigid._model import Model
@@ -161,7 +162,9 @@ def _warn_without_inertia(model: Model, moved: dict[str, str]) -> None:
         )
 
 
-def from_urdf(path: str | os.PathLike, floating_base: bool = False, gravity=(0.0, 0.0, -9.81)) -> Model:
+def from_urdf(
+    path: str | os.PathLike, floating_base: bool = False, gravity: Float[ArrayLike, "3"] = (0.0, 0.0, -9.81)
+) -> Model:
     """Load a URDF file (or an XML string starting with ``<``) as a :class:`Model`.
 
     Raises ``ValueError`` naming the link or joint for a part that cannot be parsed, a non-finite number in an origin,

@@ -18,11 +18,14 @@ entries cos/sin in q) are not covered here: models with them need their q conver
 from __future__ import annotations
 
 import numpy as np
+from jaxtyping import ArrayLike, Float, Int
+
+from jaxse3.rigid._model import Model
 
 __all__ = ["to_pinocchio", "from_pinocchio", "velocity_permutation", "wrenches_to_pinocchio"]
 
 
-def velocity_permutation(model) -> np.ndarray:
+def velocity_permutation(model: Model) -> Int[np.ndarray, " nv"]:
     """Index array p with ``x_pin = x[p]`` for any tangent/velocity/force vector x (nv,) of ``model``."""
     perm = np.arange(model.nv)
     for i, t in enumerate(model.joint_types):
@@ -50,17 +53,27 @@ def _convert(model, q, v, a, to_pin: bool):
     return q, conv[0], conv[1]
 
 
-def to_pinocchio(model, q, v=None, a=None):
+def to_pinocchio(
+    model: Model,
+    q: Float[ArrayLike, "... nq"],
+    v: Float[ArrayLike, "... nv"] | None = None,
+    a: Float[ArrayLike, "... nv"] | None = None,
+) -> tuple[Float[np.ndarray, "... nq"], Float[np.ndarray, "... nv"] | None, Float[np.ndarray, "... nv"] | None]:
     """(q, v, a) in Pinocchio's conventions (None stays None); also converts τ passed as ``v`` or ``a``."""
     return _convert(model, q, v, a, True)
 
 
-def from_pinocchio(model, q, v=None, a=None):
+def from_pinocchio(
+    model: Model,
+    q: Float[ArrayLike, "... nq"],
+    v: Float[ArrayLike, "... nv"] | None = None,
+    a: Float[ArrayLike, "... nv"] | None = None,
+) -> tuple[Float[np.ndarray, "... nq"], Float[np.ndarray, "... nv"] | None, Float[np.ndarray, "... nv"] | None]:
     """(q, v, a) from Pinocchio's conventions to jaxse3's (None stays None); also converts τ passed as ``v``/``a``."""
     return _convert(model, q, v, a, False)
 
 
-def wrenches_to_pinocchio(f_ext) -> np.ndarray:
+def wrenches_to_pinocchio(f_ext: Float[ArrayLike, "... 6"]) -> Float[np.ndarray, "... 6"]:
     """(nb, 6) wrenches (moment, force) → (nb, 6) rows (linear, angular), one ``pin.Force`` per joint after index 0."""
     f_ext = np.asarray(f_ext, dtype=float)
     return np.concatenate([f_ext[..., 3:], f_ext[..., :3]], axis=-1)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.lie import se3 as _se3, so3 as _so3
 from jaxse3.rigid._spatial import skew
@@ -31,7 +33,7 @@ NQ = {"revolute": 1, "prismatic": 1, "helical": 1, "spherical": 4, "free": 7}
 NV = {"revolute": 1, "prismatic": 1, "helical": 1, "spherical": 3, "free": 6}
 
 
-def quat_to_rotation(quat):
+def quat_to_rotation(quat: Float[ArrayLike, "4"]) -> Float[Array, "3 3"]:
     """Rotation matrix of a unit quaternion (w, x, y, z) (Hamilton convention, active rotation)."""
     w, x, y, z = quat[0], quat[1], quat[2], quat[3]
     return jnp.stack(
@@ -43,7 +45,7 @@ def quat_to_rotation(quat):
     )
 
 
-def quat_multiply(q1, q2):
+def quat_multiply(q1: Float[Array, "4"], q2: Float[Array, "4"]) -> Float[Array, "4"]:
     """Hamilton product q1 ⊗ q2 of quaternions (w, x, y, z): R(q1 ⊗ q2) = R(q1) R(q2)."""
     w1, v1 = q1[0], q1[1:]
     w2, v2 = q2[0], q2[1:]
@@ -62,7 +64,7 @@ def _half_angle_coefficients(t):
     return (jnp.where(small, cos_series, jnp.cos(0.5 * phi)), jnp.where(small, sin_series, jnp.sin(0.5 * phi) / phi))
 
 
-def quat_exp(omega):
+def quat_exp(omega: Float[Array, "3"]) -> Float[Array, "4"]:
     """Unit quaternion (w, x, y, z) of the rotation exp(ω̃): (cos(φ/2), sin(φ/2)/φ · ω) with φ = ‖ω‖."""
     c, s = _half_angle_coefficients(omega @ omega)
     return jnp.concatenate([c[None], s * omega])
@@ -73,7 +75,9 @@ def group(jtype: str) -> str:
     return "1dof" if NV[jtype] == 1 else jtype
 
 
-def batched_transform(kind: str, axes, qs):
+def batched_transform(
+    kind: str, axes: Float[Array, "k 6"], qs: Float[Array, "k nq"]
+) -> tuple[Float[Array, "k 3 3"], Float[Array, "k 3"]]:
     """(R, p), the pose of the child frame in the joint frame, for k joints of one :func:`group`: axes (k, 6), qs
     (k, nq) → (k, 3, 3), (k, 3). 1-DoF: ``exp(ŝ q)`` = (Rodrigues(a, q), b q) (‖a‖ ∈ {0, 1}, b ∥ a or a = 0);
     spherical: (R(quat), 0); free: (R(quat), p)."""
@@ -88,7 +92,7 @@ def batched_transform(kind: str, axes, qs):
     return jax.vmap(quat_to_rotation)(qs[:, 3:]), qs[:, :3]
 
 
-def motion_subspace(jtype: str, axis):
+def motion_subspace(jtype: str, axis: Float[Array, "6"]) -> Float[Array, "nv 6"]:
     """S as an (nv_joint, 6) array: its rows are the motion-subspace columns in the child frame (angular first)."""
     if jtype in ("revolute", "prismatic", "helical"):
         return axis[None, :]
@@ -99,7 +103,7 @@ def motion_subspace(jtype: str, axis):
     raise ValueError(f"unknown joint type {jtype!r}; expected one of {JOINT_TYPES}")
 
 
-def apply_subspace(jtype: str, axis, vi):
+def apply_subspace(jtype: str, axis: Float[Array, "6"], vi: Float[Array, " nv"]) -> Float[Array, "6"]:
     """S vᵢ: the joint's relative spatial velocity (or acceleration) in the child frame."""
     if jtype in ("revolute", "prismatic", "helical"):
         return axis * vi[0]
@@ -108,7 +112,7 @@ def apply_subspace(jtype: str, axis, vi):
     return vi
 
 
-def project_subspace(jtype: str, axis, f):
+def project_subspace(jtype: str, axis: Float[Array, "6"], f: Float[Array, "6"]) -> Float[Array, " nv"]:
     """Sᵀ f: the generalised force of a joint from a wrench in the child frame."""
     if jtype in ("revolute", "prismatic", "helical"):
         return (axis @ f)[None]
@@ -117,7 +121,7 @@ def project_subspace(jtype: str, axis, f):
     return f
 
 
-def neutral(jtype: str, dtype=jnp.float64):
+def neutral(jtype: str, dtype: DTypeLike = jnp.float64) -> Float[Array, " nq"]:
     """The identity configuration of a joint: 0, quaternion (1, 0, 0, 0), or position 0 with that quaternion."""
     q = jnp.zeros(NQ[jtype], dtype=dtype)
     if jtype == "spherical":
@@ -127,7 +131,7 @@ def neutral(jtype: str, dtype=jnp.float64):
     return q
 
 
-def integrate(jtype: str, qi, dv):
+def integrate(jtype: str, qi: Float[Array, " nq"], dv: Float[Array, " nv"]) -> Float[Array, " nq"]:
     """qᵢ ⊕ δ: vector addition for 1-DoF joints, ``quat ⊗ exp(δ)`` (spherical), ``H exp(δ̂)`` (free)."""
     if jtype in ("revolute", "prismatic", "helical"):
         return qi + dv
@@ -139,7 +143,7 @@ def integrate(jtype: str, qi, dv):
     return jnp.concatenate([p, quat_multiply(qi[3:], quat_exp(w))])
 
 
-def difference(jtype: str, q0, q1):
+def difference(jtype: str, q0: Float[Array, " nq"], q1: Float[Array, " nq"]) -> Float[Array, " nv"]:
     """δ with q0 ⊕ δ = q1: ``q1 − q0``, ``log(R0ᵀR1)`` (spherical) or ``log(H0⁻¹H1)`` (free); principal branch."""
     if jtype in ("revolute", "prismatic", "helical"):
         return q1 - q0

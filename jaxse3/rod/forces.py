@@ -35,7 +35,9 @@ from collections.abc import Callable
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
+import jaxse3  # the annotations name jaxse3.rod.model.Rod: that module imports this one (Tendon), not vice versa
 from jaxse3 import se3, so3
 
 __all__ = [
@@ -63,7 +65,9 @@ class Tendon(eqx.Module):
 
     route: Callable = eqx.field(static=True)
 
-    def offsets(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def offsets(
+        self, X: Float[Array, "..."], length: Float[Array, ""]
+    ) -> tuple[Float[Array, "... 3"], Float[Array, "... 3"]]:
         """d(X) and d′(X) as 3-vectors (0, y, z), shapes ``X.shape + (3,)``."""
 
         def d(x):
@@ -102,13 +106,13 @@ def _strains(rod, q):
     return rod.Phi @ q + rod.xi_star  # (n_p, 6)
 
 
-def tendon_tangents(rod, q: jax.Array) -> jax.Array:
+def tendon_tangents(rod: jaxse3.rod.model.Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_a n_p 3"]:
     """𝒯 = k × d + p + d′ of every tendon at every point, (n_a, n_p, 3) (D62, corrected)."""
     xi = _strains(rod, q)
     return jnp.cross(xi[:, :3], rod.tendon_d) + xi[:, 3:] + rod.tendon_dd
 
 
-def actuation_matrix(rod, q: jax.Array) -> jax.Array:
+def actuation_matrix(rod: jaxse3.rod.model.Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_dof n_a"]:
     """B(q), (n_dof, n_tendons): τ_act = B(q) u for tensions u ≥ 0 (D60, physical sign; see module docstring)."""
     Tg = tendon_tangents(rod, q)
     t = Tg / jnp.linalg.norm(Tg, axis=-1, keepdims=True)
@@ -116,7 +120,9 @@ def actuation_matrix(rod, q: jax.Array) -> jax.Array:
     return -jnp.einsum("k,kin,aki->na", rod.weights, rod.Phi, wrench)
 
 
-def actuation_derivative(rod, q: jax.Array, u: jax.Array) -> jax.Array:
+def actuation_derivative(
+    rod: jaxse3.rod.model.Rod, q: Float[Array, " n_dof"], u: Float[Array, " n_a"]
+) -> Float[Array, "n_dof n_dof"]:
     """∂(B(q) u)/∂q at fixed u, (n_dof, n_dof) (D63, physical sign)."""
     Tg = tendon_tangents(rod, q)
     nrm = jnp.linalg.norm(Tg, axis=-1)
@@ -132,7 +138,12 @@ def actuation_derivative(rod, q: jax.Array, u: jax.Array) -> jax.Array:
     return -jnp.einsum("kin,kij,kjm->nm", rod.Phi, G, rod.Phi)
 
 
-def internal_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None) -> jax.Array:
+def internal_forces(
+    rod: jaxse3.rod.model.Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_a"] | None = None,
+) -> Float[Array, " n_dof"]:
     """τ_int = B(q) u − K q − D q̇ (eq. (35)), (n_dof,). ``u``: tendon tensions (n_tendons,), or None for none."""
     tau = -rod.stiffness @ q - rod.damping @ qd
     if u is not None and rod.n_tendons:
@@ -141,8 +152,11 @@ def internal_forces(rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None
 
 
 def internal_forces_derivatives(
-    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None
-) -> tuple[jax.Array, jax.Array]:
+    rod: jaxse3.rod.model.Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_a"] | None = None,
+) -> tuple[Float[Array, "n_dof n_dof"], Float[Array, "n_dof n_dof"]]:
     """(∂τ_int/∂q, ∂τ_int/∂q̇) = (∂(Bu)/∂q − K, −D) (eq. (36))."""
     dq = -rod.stiffness
     if u is not None and rod.n_tendons:
@@ -166,14 +180,22 @@ class CylinderContact(eqx.Module):
     exponent: jax.Array
     center: jax.Array
 
-    def __init__(self, radius, stiffness, exponent=1.5, center=(0.0, 0.0)):
+    def __init__(
+        self,
+        radius: Float[ArrayLike, ""],
+        stiffness: Float[ArrayLike, ""],
+        exponent: Float[ArrayLike, ""] = 1.5,
+        center: Float[ArrayLike, "2"] = (0.0, 0.0),
+    ):
         f = jnp.result_type(float)
         self.radius, self.stiffness = jnp.asarray(radius, f), jnp.asarray(stiffness, f)
         self.exponent, self.center = jnp.asarray(exponent, f), jnp.asarray(center, f)
         if self.center.shape != (2,):
             raise ValueError(f"CylinderContact: 'center' must have shape (2,), got {self.center.shape}")
 
-    def force(self, r: jax.Array, sphere_radius: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def force(
+        self, r: Float[Array, "3"], sphere_radius: Float[Array, ""]
+    ) -> tuple[Float[Array, "3"], Float[Array, "3 3"]]:
         """World force on a sphere at r and its Jacobian ∂f/∂r (3,), (3, 3) (eqs. (57), (58), (61)).
 
         Finite everywhere, including on the axis (where δ < 0) and at δ = 0.
@@ -210,7 +232,7 @@ class Loads(eqx.Module):
     contact: CylinderContact | None = None
 
     @staticmethod
-    def at_tip(rod, wrench, frame: str = "world") -> "Loads":
+    def at_tip(rod: jaxse3.rod.model.Rod, wrench: Float[ArrayLike, "6"], frame: str = "world") -> Loads:
         """A single wrench (moment, force) at the tip, in the ``"world"`` or ``"local"`` frame."""
         wrench = jnp.asarray(wrench, dtype=jnp.result_type(float))
         if wrench.shape != (6,):
@@ -228,7 +250,9 @@ def _block_rot(R):
     return jnp.block([[R, z], [z, R]])
 
 
-def external_wrenches(rod, loads: Loads | None, g: jax.Array, J: jax.Array) -> tuple[jax.Array, jax.Array] | None:
+def external_wrenches(
+    rod: jaxse3.rod.model.Rod, loads: Loads | None, g: Float[Array, "n_p 4 4"], J: Float[Array, "n_p 6 n_dof"]
+) -> tuple[Float[Array, "n_p 6"], Float[Array, "n_p 6 n_dof"]] | None:
     """Physical external wrenches in the local frames and their q-derivatives, (n_p, 6), (n_p, 6, n_dof).
 
     ``g``, ``J``: poses and body Jacobians of the points. Returns None when there are no loads.

@@ -23,6 +23,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 __all__ = [
     "CircularSection",
@@ -39,7 +40,9 @@ def _f(x) -> jax.Array:
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 
-def check_values(who: str, name: str, value, valid: Callable[[np.ndarray], np.ndarray], expected: str) -> None:
+def check_values(
+    who: str, name: str, value: ArrayLike, valid: Callable[[np.ndarray], np.ndarray], expected: str
+) -> None:
     """Raise ``ValueError("<who>: '<name>' must be <expected>, got <value>")`` unless every entry of ``value`` is
     ``valid``. A value traced by ``jit``/``vmap`` (a ``jax.core.Tracer``) cannot be inspected and is not checked."""
     if isinstance(value, jax.core.Tracer):
@@ -67,7 +70,11 @@ class CircularSection(eqx.Module):
     radius_tip: jax.Array | None
     profile: Callable | None = eqx.field(static=True)
 
-    def __init__(self, radius, radius_tip=None):
+    def __init__(
+        self,
+        radius: Float[ArrayLike, ""] | Callable[[Float[Array, ""], Float[Array, ""]], Float[Array, ""]],
+        radius_tip: Float[ArrayLike, ""] | None = None,
+    ):
         if callable(radius):
             if radius_tip is not None:
                 raise ValueError("CircularSection: give either a callable 'radius' or 'radius_tip', not both")
@@ -85,7 +92,7 @@ class CircularSection(eqx.Module):
             self.radius, self.profile = _f(radius), None
             self.radius_tip = None if radius_tip is None else _f(radius_tip)
 
-    def radius_at(self, X: jax.Array, length: jax.Array) -> jax.Array:
+    def radius_at(self, X: Float[Array, "..."], length: Float[Array, ""]) -> Float[Array, "..."]:
         """r(X) (same shape as X)."""
         if self.profile is not None:
             return jnp.vectorize(lambda x: self.profile(x, length))(X)
@@ -93,13 +100,15 @@ class CircularSection(eqx.Module):
             return jnp.broadcast_to(self.radius, jnp.shape(X))
         return self.radius + (self.radius_tip - self.radius) * X / length
 
-    def moments(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, ...]:
+    def moments(
+        self, X: Float[Array, "..."], length: Float[Array, ""]
+    ) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
         """(A, J_x, J_y, J_z) = (πr², πr⁴/2, πr⁴/4, πr⁴/4)."""
         r = self.radius_at(X, length)
         A, Jb = jnp.pi * r**2, jnp.pi * r**4 / 4
         return A, 2 * Jb, Jb, Jb
 
-    def contact_radius(self, X: jax.Array, length: jax.Array) -> jax.Array:
+    def contact_radius(self, X: Float[Array, "..."], length: Float[Array, ""]) -> Float[Array, "..."]:
         """Radius of the contact sphere at X (seed 003 §6.2 (i)): r(X)."""
         return self.radius_at(X, length)
 
@@ -113,18 +122,20 @@ class RectangularSection(eqx.Module):
     width: jax.Array
     height: jax.Array
 
-    def __init__(self, width, height):
+    def __init__(self, width: Float[ArrayLike, ""], height: Float[ArrayLike, ""]):
         check_values("RectangularSection", "width", width, _positive, "positive")
         check_values("RectangularSection", "height", height, _positive, "positive")
         self.width, self.height = _f(width), _f(height)
 
-    def moments(self, X: jax.Array, length: jax.Array) -> tuple[jax.Array, ...]:
+    def moments(
+        self, X: Float[ArrayLike, "..."], length: Float[Array, ""]
+    ) -> tuple[Float[Array, "..."], Float[Array, "..."], Float[Array, "..."], Float[Array, "..."]]:
         ones = jnp.ones_like(jnp.asarray(X, dtype=self.width.dtype))
         w, h = self.width * ones, self.height * ones
         Jy, Jz = w * h**3 / 12, h * w**3 / 12
         return w * h, Jy + Jz, Jy, Jz
 
-    def contact_radius(self, X: jax.Array, length: jax.Array) -> jax.Array:
+    def contact_radius(self, X: Float[ArrayLike, "..."], length: Float[Array, ""]) -> Float[Array, "..."]:
         """Half the diagonal (a sphere that contains the section)."""
         return 0.5 * jnp.hypot(self.width, self.height) * jnp.ones_like(jnp.asarray(X, dtype=self.width.dtype))
 
@@ -145,7 +156,14 @@ class Material(eqx.Module):
     G: jax.Array
     damping: jax.Array
 
-    def __init__(self, E, rho, nu=0.5, G=None, damping=0.0):
+    def __init__(
+        self,
+        E: Float[ArrayLike, ""],
+        rho: Float[ArrayLike, ""],
+        nu: Float[ArrayLike, ""] = 0.5,
+        G: Float[ArrayLike, ""] | None = None,
+        damping: Float[ArrayLike, ""] = 0.0,
+    ):
         check_values("Material", "E", E, _positive, "positive")
         check_values("Material", "rho", rho, _positive, "positive")
         if G is None:
@@ -157,7 +175,7 @@ class Material(eqx.Module):
         self.G = self.E / (2 * (1 + _f(nu))) if G is None else _f(G)
 
 
-def gauss_points(n_gauss: int, length: jax.Array) -> tuple[jax.Array, jax.Array]:
+def gauss_points(n_gauss: int, length: Float[ArrayLike, ""]) -> tuple[Float[Array, " n_p"], Float[Array, " n_p"]]:
     """Computational points and weights: base, ``n_gauss`` Gauss–Legendre points on [0, L], tip (seed 003 eq. (3)).
 
     Returns ``(X, w)`` of shape ``(n_gauss + 2,)``; ``w[0] = w[-1] = 0``.
@@ -176,20 +194,26 @@ def _diag6(*entries) -> jax.Array:
     return d[..., None] * jnp.eye(6, dtype=d.dtype)
 
 
-def screw_inertia(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+def screw_inertia(
+    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+) -> Float[Array, "... 6 6"]:
     """𝓜̄(X) = ρ diag(J_x, J_y, J_z, A, A, A), shape ``X.shape + (6, 6)``."""
     A, Jx, Jy, Jz = section.moments(X, length)
     return material.rho * _diag6(Jx, Jy, Jz, A, A, A)
 
 
-def screw_stiffness(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+def screw_stiffness(
+    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+) -> Float[Array, "... 6 6"]:
     """Σ(X) = diag(G J_x, E J_y, E J_z, E A, G A, G A) (seed 003 eq. (D64))."""
     A, Jx, Jy, Jz = section.moments(X, length)
     E, G = material.E, material.G
     return _diag6(G * Jx, E * Jy, E * Jz, E * A, G * A, G * A)
 
 
-def screw_damping(section, material: Material, X: jax.Array, length: jax.Array) -> jax.Array:
+def screw_damping(
+    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+) -> Float[Array, "... 6 6"]:
     """Υ(X) = υ diag(J_x, 3J_y, 3J_z, 3A, A, A) (seed 003 eq. (D65))."""
     A, Jx, Jy, Jz = section.moments(X, length)
     return material.damping * _diag6(Jx, 3 * Jy, 3 * Jz, 3 * A, A, A)

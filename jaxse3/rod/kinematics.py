@@ -25,9 +25,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
 from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_Z
+from jaxse3.rod.model import Rod
 
 __all__ = [
     "tangent_operator",
@@ -43,12 +45,12 @@ __all__ = [
 ]
 
 
-def tangent_operator(Omega: jax.Array) -> jax.Array:
+def tangent_operator(Omega: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:
     """T(Ω) = I + Σ_{r=1}^4 f_r(θ) ad_Ω^r of seed 003 App. A = ``se3.dexp(Ω)`` (right-trivialised), (..., 6, 6)."""
     return se3.dexp(Omega)
 
 
-def check_state(rod, **arrays) -> None:
+def check_state(rod: Rod, **arrays: ArrayLike | None) -> None:
     """Trace-time shape check of generalised coordinates/velocities/accelerations/inputs against ``rod``."""
     for name, a in arrays.items():
         if a is None:
@@ -58,7 +60,7 @@ def check_state(rod, **arrays) -> None:
             raise ValueError(f"jaxse3.rod: argument '{name}' must have shape {want} for this rod, got {jnp.shape(a)}")
 
 
-def joint_twists(rod, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+def joint_twists(rod: Rod, q: Float[Array, " n_dof"]) -> tuple[Float[Array, "n_p-1 6"], Float[Array, "n_p-1 6 n_dof"]]:
     """Ω_α and 𝓩_α of every joint: (n_p − 1, 6) and (n_p − 1, 6, n_dof) (C1, C5)."""
     xi_c = rod.Phi_c @ q + rod.xi_star_c
     order = rod.magnus_order
@@ -78,19 +80,19 @@ def _chain(base: jax.Array, steps: jax.Array) -> jax.Array:
     return jnp.concatenate([base[None], gs], axis=0)
 
 
-def forward_kinematics(rod, q: jax.Array) -> jax.Array:
+def forward_kinematics(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_p 4 4"]:
     """Poses g(X_k) of all computational points (base, Gauss points, tip), (n_p, 4, 4) (eq. (2a))."""
     check_state(rod, q=q)
     Om, _ = joint_twists(rod, q)
     return _chain(rod.base_pose, se3.exp(Om))
 
 
-def tip_pose(rod, q: jax.Array) -> jax.Array:
+def tip_pose(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "4 4"]:
     """Pose of the tip, (4, 4)."""
     return forward_kinematics(rod, q)[-1]
 
 
-def tip_position(rod, q: jax.Array) -> jax.Array:
+def tip_position(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "3"]:
     """World position of the tip, (3,)."""
     return tip_pose(rod, q)[:3, 3]
 
@@ -111,7 +113,11 @@ class Joints(NamedTuple):
 
 
 def joints(
-    rod, q: jax.Array, qd: jax.Array | None = None, qdd: jax.Array | None = None, derivatives: bool = False
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"] | None = None,
+    qdd: Float[Array, " n_dof"] | None = None,
+    derivatives: bool = False,
 ) -> Joints:
     """Joint quantities of every joint, vectorised over joints. ``qd`` gives Ṡ; ``derivatives`` the App. C terms."""
     order = rod.magnus_order
@@ -138,12 +144,14 @@ def joints(
     return Joints(Om, Z, step, se3.Ad_inv(step), se3.coAd(step), S, **extra)
 
 
-def body_jacobians(rod, q: jax.Array) -> jax.Array:
+def body_jacobians(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_p 6 n_dof"]:
     """Body Jacobians J_k of all points, (n_p, 6, n_dof): the body twist of point k is η_k = J_k q̇ (eq. (2b))."""
     return differential_kinematics(rod, q, jnp.zeros_like(q))[1]
 
 
-def differential_kinematics(rod, q: jax.Array, qd: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+def differential_kinematics(
+    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"]
+) -> tuple[Float[Array, "n_p 4 4"], Float[Array, "n_p 6 n_dof"], Float[Array, "n_p 6"], Float[Array, "n_p 6 n_dof"]]:
     """Poses, body Jacobians, body twists and Jacobian time derivatives of all points (eq. (2a)–(2c)).
 
     Returns ``(g, J, eta, J_dot)`` of shapes (n_p, 4, 4), (n_p, 6, n), (n_p, 6), (n_p, 6, n).

@@ -21,12 +21,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
 from jaxse3.rod.basis import LegendreBasis, StrainBasis, UserBasis
 from jaxse3.rod.forces import Tendon, cdm_tendons
 from jaxse3.rod.geometry import (
     CircularSection,
     Material,
+    RectangularSection,
     check_values,
     gauss_points,
     screw_damping,
@@ -91,15 +93,15 @@ class Rod(eqx.Module):
 
     def __init__(
         self,
-        length,
-        section,
+        length: Float[ArrayLike, ""],
+        section: CircularSection | RectangularSection,
         material: Material,
         basis: StrainBasis,
         n_gauss: int = 5,
         magnus_order: int = 4,
         tendons: Sequence[Tendon] = (),
-        gravity=(0.0, 0.0, -9.81),
-        base_pose=None,
+        gravity: Float[ArrayLike, "3"] = (0.0, 0.0, -9.81),
+        base_pose: Float[ArrayLike, "4 4"] | None = None,
         xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT,
     ):
         f = jnp.result_type(float)

@@ -33,6 +33,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3, so3
 from jaxse3.lie.shapes import as_float, batched
@@ -55,7 +56,6 @@ __all__ = [
     "positions",
 ]
 
-Array = jnp.ndarray
 
 # --------------------------------------------------------------------------------------------------------------------
 # Pointwise kinematics (unbatched cores; the public functions broadcast over leading axes)
@@ -72,7 +72,7 @@ def _strain_rates(X, P, P2, P3, maps=se3):
 
 
 @batched("(6),(6)->(6)", ("X", "dX"), "strain")
-def strain(X, dX):
+def strain(X: Float[ArrayLike, "... 6"], dX: Float[ArrayLike, "... 6"]) -> Float[Array, "... 6"]:
     """Body-fixed strain ``χ = (κ, ρ) = dexp_{−X} X′`` (seed 000 eq. (14)). ``(..., 6), (..., 6) -> (..., 6)``.
 
     Args:
@@ -81,7 +81,13 @@ def strain(X, dX):
     return se3.dexp_apply.core(-X, dX)
 
 
-def strain_rates(X, dX, d2X, d3X, maps: ModuleType | SimpleNamespace = se3) -> Array:
+def strain_rates(
+    X: Float[ArrayLike, "... 6"],
+    dX: Float[ArrayLike, "... 6"],
+    d2X: Float[ArrayLike, "... 6"],
+    d3X: Float[ArrayLike, "... 6"],
+    maps: ModuleType | SimpleNamespace = se3,
+) -> Float[Array, "... 3 6"]:
     """``(χ, χ′, χ″)`` from ``X, X′, X″, X‴`` (seed 000 §2.3.2, with ``D_{−X}`` in χ″: digest §4.2, §8).
 
     Args:
@@ -98,7 +104,9 @@ def strain_rates(X, dX, d2X, d3X, maps: ModuleType | SimpleNamespace = se3) -> A
     return core(X, dX, d2X, d3X)
 
 
-def field_derivatives(fn: Callable[[Array], Array], tau, order: int = 3) -> Array:
+def field_derivatives(
+    fn: Callable[[Float[Array, ""]], Float[Array, "6"]], tau: Float[ArrayLike, "..."], order: int = 3
+) -> Float[Array, "... k 6"]:
     """``(X, X′, …, X^(order))`` of a callable field ``τ ↦ X(τ) ∈ R⁶`` by nested forward-mode autodiff.
 
     Args:
@@ -262,7 +270,7 @@ class ChebyshevField(eqx.Module):
     def n_basis(self) -> int:
         return self.degree if self.clamped else self.degree + 1
 
-    def basis(self, tau, order: int = 0) -> Array:
+    def basis(self, tau: Float[ArrayLike, "..."], order: int = 0) -> Float[Array, "... n_basis"]:
         """``d^order φ_k/dτ^order`` at τ: ``(..., n_basis)`` (derivatives by exact Chebyshev differentiation)."""
         (tau,) = as_float(tau)
         n = self.degree + 1
@@ -274,7 +282,9 @@ class ChebyshevField(eqx.Module):
             out = (out - jnp.asarray(ends, tau.dtype))[..., 1:]
         return out
 
-    def __call__(self, coeffs, tau, order: int = 0) -> Array:
+    def __call__(
+        self, coeffs: Float[ArrayLike, "n_basis 6"], tau: Float[ArrayLike, "..."], order: int = 0
+    ) -> Float[Array, "... 6"]:
         """``X^(order)(τ)``: ``(..., 6)`` for coefficients ``(n_basis, 6)``."""
         (coeffs,) = as_float(coeffs)
         if coeffs.shape != (self.n_basis, 6):
@@ -303,7 +313,13 @@ class StrainFieldRod(eqx.Module):
     basis0: Array
     basis1: Array
 
-    def __init__(self, stiffness, reference_strain, field: ChebyshevField, n_quad: int | None = None):
+    def __init__(
+        self,
+        stiffness: Float[ArrayLike, "6 6"],
+        reference_strain: Float[ArrayLike, "6"],
+        field: ChebyshevField,
+        n_quad: int | None = None,
+    ):
         K, chi0 = as_float(stiffness, reference_strain)
         if K.shape != (6, 6):
             raise ValueError(f"StrainFieldRod: argument 'stiffness' must have shape (6, 6), got {K.shape}")
@@ -321,8 +337,18 @@ class StrainFieldRod(eqx.Module):
 
     @classmethod
     def from_material(
-        cls, length, E, G, area, I_y, I_z, J, degree: int, n_quad: int | None = None, shear_coefficient: float = 1.0
-    ) -> "StrainFieldRod":
+        cls,
+        length: Float[ArrayLike, ""],
+        E: Float[ArrayLike, ""],
+        G: Float[ArrayLike, ""],
+        area: Float[ArrayLike, ""],
+        I_y: Float[ArrayLike, ""],
+        I_z: Float[ArrayLike, ""],
+        J: Float[ArrayLike, ""],
+        degree: int,
+        n_quad: int | None = None,
+        shear_coefficient: float = 1.0,
+    ) -> StrainFieldRod:
         """``K = diag(G J, E I_y, E I_z, E A, k G A, k G A)/L``, ``χ₀ = (0, 0, 0, L, 0, 0)``, clamped Chebyshev
         field."""
         k = shear_coefficient
@@ -334,7 +360,7 @@ class StrainFieldRod(eqx.Module):
     def n_coeffs(self) -> int:
         return self.field.n_basis
 
-    def straight(self) -> Array:
+    def straight(self) -> Float[Array, "n_basis 6"]:
         """Coefficients of the reference configuration ``X(τ) = τ χ₀`` (exact for constant χ₀: ``τ = (T₀ + T₁)/2``)."""
         c = jnp.zeros((self.n_coeffs, 6), self.stiffness.dtype)
         rows = (0,) if self.field.clamped else (0, 1)
@@ -348,7 +374,7 @@ def _check(rod: StrainFieldRod, coeffs):
     return coeffs
 
 
-def energy(rod: StrainFieldRod, coeffs) -> Array:
+def energy(rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"]) -> Float[Array, ""]:
     """Total elastic energy ``Σ_q w_q V̄(X(τ_q), X′(τ_q))`` (Gauss–Legendre). ``jax.grad``/``jax.hessian`` of it run
     the closed forms (custom_jvp of :func:`energy_density`) through the chain rule of the linear field basis."""
     c = _check(rod, coeffs)
@@ -356,7 +382,7 @@ def energy(rod: StrainFieldRod, coeffs) -> Array:
     return jnp.dot(rod.weights, dens)
 
 
-def energy_gradient(rod: StrainFieldRod, coeffs) -> Array:
+def energy_gradient(rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"]) -> Float[Array, "n_basis 6"]:
     """``∂E/∂c``, ``(n_basis, 6)``: ``Σ_q w_q (φ(τ_q) ∂V̄/∂X + φ′(τ_q) ∂V̄/∂X′)`` (eq. (15), chain rule)."""
     c = _check(rod, coeffs)
     g = energy_density_grad(rod.basis0 @ c, rod.basis1 @ c, rod.stiffness, rod.reference_strain)
@@ -365,7 +391,7 @@ def energy_gradient(rod: StrainFieldRod, coeffs) -> Array:
     )
 
 
-def energy_hessian(rod: StrainFieldRod, coeffs) -> Array:
+def energy_hessian(rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"]) -> Float[Array, "n_basis 6 n_basis 6"]:
     """``∂²E/∂c∂c``, ``(n_basis, 6, n_basis, 6)`` (the layout of ``jax.hessian``), from eq. (16) by the chain rule."""
     c = _check(rod, coeffs)
     H = energy_density_hess(rod.basis0 @ c, rod.basis1 @ c, rod.stiffness, rod.reference_strain)
@@ -374,17 +400,23 @@ def energy_hessian(rod: StrainFieldRod, coeffs) -> Array:
     return jnp.einsum("q,uqi,vqj,quavb->iajb", rod.weights, Bs, Bs, Hb)
 
 
-def field(rod: StrainFieldRod, coeffs, tau, order: int = 0) -> Array:
+def field(
+    rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"], tau: Float[ArrayLike, "..."], order: int = 0
+) -> Float[Array, "... 6"]:
     """``X^(order)(τ)``, ``(..., 6)``."""
     return rod.field(_check(rod, coeffs), tau, order)
 
 
-def poses(rod: StrainFieldRod, coeffs, tau) -> Array:
+def poses(
+    rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"], tau: Float[ArrayLike, "..."]
+) -> Float[Array, "... 4 4"]:
     """Cross-section poses ``H(τ) = exp(X̂(τ))``, ``(..., 4, 4)``."""
     return se3.exp(field(rod, coeffs, tau))
 
 
-def positions(rod: StrainFieldRod, coeffs, tau) -> Array:
+def positions(
+    rod: StrainFieldRod, coeffs: Float[ArrayLike, "n_basis 6"], tau: Float[ArrayLike, "..."]
+) -> Float[Array, "... 3"]:
     """Centre-line positions ``r(τ) = dexp_x y`` (seed 000 eq. (4)), ``(..., 3)``; differentiable in closed form."""
     X = field(rod, coeffs, tau)
     return so3.dexp_apply(X[..., :3], X[..., 3:])

@@ -9,10 +9,12 @@ unbatched are shared. The results carry the batch axis in front of every field.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from jaxse3._compile import Compiled
 from jaxse3.sim.dynamics import batch_axes, simulate, simulate_stack
@@ -23,7 +25,7 @@ from jaxse3.sim.trajectory import Trajectory
 __all__ = ["stack", "simulate_batch", "solve_statics_batch"]
 
 
-def stack(items: Sequence):
+def stack(items: Sequence[PyTree[ArrayLike]]) -> PyTree[Array]:
     """Stack pytrees of the same structure (e.g. rods of one topology) along a new leading batch axis."""
     if not items:
         raise ValueError("stack: need at least one item")
@@ -36,14 +38,14 @@ _NUMERIC = ("t_final", "rtol", "atol", "dt0", "dt")
 
 def simulate_batch(
     system: System,
-    inputs=None,
+    inputs: Any = None,
     *,
     batch_system: bool = False,
     batch_inputs: bool = True,
-    q0: jax.Array | None = None,
+    q0: Float[ArrayLike, "*b n_dof"] | None = None,
     batch_q0: bool = False,
     chunk_size: int | None = None,
-    **kwargs,
+    **kwargs: Any,
 ) -> Trajectory:
     """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
 
@@ -141,7 +143,7 @@ def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Traject
 
 
 def solve_statics_batch(
-    system: System, u: jax.Array | None = None, *, batch_system: bool = False, **kwargs
+    system: System, u: Float[ArrayLike, "b n_inputs"] | None = None, *, batch_system: bool = False, **kwargs: Any
 ) -> StaticsSolution:
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
 

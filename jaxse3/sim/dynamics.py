@@ -34,6 +34,7 @@ import jax.numpy as jnp
 import lineax as lx
 import numpy as np
 import optimistix as optx
+from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
 from jaxse3._compile import Compiled, announce_trace, compile_report
 from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
@@ -84,7 +85,16 @@ class StepChord(optx.AbstractRootFinder):
     tiny: float = 1e-3
     linear_solver: lx.AbstractLinearSolver = lx.LU()
 
-    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+    def init(
+        self,
+        fn: Callable[[PyTree[Array], Any], tuple[PyTree[Array], Any]],
+        y: PyTree[Array],
+        args: PyTree[Any],
+        options: dict[str, Any],
+        f_struct: PyTree[jax.ShapeDtypeStruct],
+        aux_struct: PyTree[jax.ShapeDtypeStruct],
+        tags: frozenset[object],
+    ) -> _ChordState:
         del f_struct, aux_struct
         if "init_state" in options:
             return options["init_state"]
@@ -103,7 +113,15 @@ class StepChord(optx.AbstractRootFinder):
             jnp.array(0),
         )
 
-    def step(self, fn, y, args, options, state, tags):
+    def step(
+        self,
+        fn: Callable[[PyTree[Array], Any], tuple[PyTree[Array], Any]],
+        y: PyTree[Array],
+        args: PyTree[Any],
+        options: dict[str, Any],
+        state: _ChordState,
+        tags: frozenset[object],
+    ) -> tuple[PyTree[Array], _ChordState, Any]:
         del options, tags
         fx, aux = fn(y, args)
         sol = lx.linear_solve(state.operator, fx, self.linear_solver, state=state.linear_state, throw=False)
@@ -122,7 +140,15 @@ class StepChord(optx.AbstractRootFinder):
         )
         return new_y, new_state, aux
 
-    def terminate(self, fn, y, args, options, state, tags):
+    def terminate(
+        self,
+        fn: Callable[[PyTree[Array], Any], tuple[PyTree[Array], Any]],
+        y: PyTree[Array],
+        args: PyTree[Any],
+        options: dict[str, Any],
+        state: _ChordState,
+        tags: frozenset[object],
+    ) -> tuple[Bool[Array, ""], optx.RESULTS]:
         del fn, y, args, options, tags
         rate = state.diffsize / state.diffsize_prev
         factor = state.diffsize * rate / (1 - rate)
@@ -134,7 +160,17 @@ class StepChord(optx.AbstractRootFinder):
         result = optx.RESULTS.where(diverged, optx.RESULTS.nonlinear_divergence, optx.RESULTS.successful)
         return converged | diverged | failed, optx.RESULTS.where(failed, state.result, result)
 
-    def postprocess(self, fn, y, aux, args, options, state, tags, result):
+    def postprocess(
+        self,
+        fn: Callable[[PyTree[Array], Any], tuple[PyTree[Array], Any]],
+        y: PyTree[Array],
+        aux: Any,
+        args: PyTree[Any],
+        options: dict[str, Any],
+        state: _ChordState,
+        tags: frozenset[object],
+        result: optx.RESULTS,
+    ) -> tuple[PyTree[Array], Any, dict[str, Any]]:
         return y, aux, {}
 
 
@@ -170,11 +206,11 @@ def _stacked(fn: Callable, axes) -> Callable:
 
 def simulate(
     system: System,
-    inputs=None,
+    inputs: Float[ArrayLike, " n_inputs"] | Callable[[Real[ArrayLike, ""]], Float[Array, " n_inputs"]] | None = None,
     *,
     t_final: float,
-    q0: jax.Array | None = None,
-    qd0: jax.Array | None = None,
+    q0: Float[ArrayLike, " n_dof"] | None = None,
+    qd0: Float[ArrayLike, " n_dof"] | None = None,
     solver: str = "kvaerno5",
     jacobian: str = "analytic",
     rtol: float = 1e-3,
@@ -251,12 +287,12 @@ DEFAULTS = {
 }
 
 
-def batch_axes(x, batched: bool):
+def batch_axes(x: PyTree[Any], batched: bool) -> PyTree[int | None]:
     """vmap in_axes for a pytree: 0 on its array leaves if batched, else None."""
     return jax.tree.map(lambda _: 0 if batched else None, eqx.filter(x, eqx.is_array))
 
 
-def simulate_stack(system: System, inputs, batched: tuple[bool, bool], **kwargs) -> Trajectory:
+def simulate_stack(system: System, inputs: Any, batched: tuple[bool, bool], **kwargs: Any) -> Trajectory:
     """Newmark-β over a stack of B systems on one time grid (``q0``, ``qd0`` (B, n)), the arrays of ``system`` /
     ``inputs`` batched along axis 0 where ``batched = (batch_system, batch_inputs)`` say so; the implementation of
     :func:`~jaxse3.sim.batch.simulate_batch` for Newmark. Keyword arguments as :func:`simulate`."""

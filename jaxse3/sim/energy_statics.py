@@ -24,11 +24,13 @@ spatial moment ``dexp_{x(1)}⁻ᵀ M`` — a fixed spatial moment is not conserv
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import lineax as lx
+from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from jaxse3 import so3
 from jaxse3.integrate.newton import NewtonResult, NewtonResults
@@ -36,8 +38,6 @@ from jaxse3.lie.shapes import as_float
 from jaxse3.rod.strain_field import StrainFieldRod, energy
 
 __all__ = ["RodLoads", "potential", "NewtonMinimiser", "solve_statics"]
-
-Array = jnp.ndarray
 
 
 class RodLoads(eqx.Module):
@@ -53,7 +53,12 @@ class RodLoads(eqx.Module):
     tip_moment: Array
     distributed_force: Array
 
-    def __init__(self, tip_force=(0.0, 0.0, 0.0), tip_moment=(0.0, 0.0, 0.0), distributed_force=(0.0, 0.0, 0.0)):
+    def __init__(
+        self,
+        tip_force: Float[ArrayLike, "3"] = (0.0, 0.0, 0.0),
+        tip_moment: Float[ArrayLike, "3"] = (0.0, 0.0, 0.0),
+        distributed_force: Float[ArrayLike, "3"] = (0.0, 0.0, 0.0),
+    ):
         arrs = as_float(tip_force, tip_moment, distributed_force)
         for name, a in zip(("tip_force", "tip_moment", "distributed_force"), arrs):
             if a.shape != (3,):
@@ -61,7 +66,12 @@ class RodLoads(eqx.Module):
         self.tip_force, self.tip_moment, self.distributed_force = arrs
 
 
-def potential(rod: StrainFieldRod, loads: RodLoads, coeffs, elastic: Callable = energy) -> Array:
+def potential(
+    rod: StrainFieldRod,
+    loads: RodLoads,
+    coeffs: Float[ArrayLike, "n_basis 6"],
+    elastic: Callable[[StrainFieldRod, Float[Array, "n_basis 6"]], Float[Array, ""]] = energy,
+) -> Float[Array, ""]:
     """Total potential ``Π(c) = E(c) − Σ_q w_q f·r(τ_q) − F·r(1) − Mᵀx(1)``.
 
     ``elastic(rod, coeffs)`` is the elastic energy (default :func:`~jaxse3.rod.strain_field.energy`, with closed-form
@@ -94,7 +104,13 @@ class NewtonMinimiser(eqx.Module):
     max_backtracks: int = eqx.field(static=True, default=40)
     armijo: float = 1e-4
 
-    def __call__(self, fn: Callable, y0, args=None, throw: bool = True) -> NewtonResult:
+    def __call__(
+        self,
+        fn: Callable[[Float[Array, "..."], PyTree[Any]], Float[Array, ""]],
+        y0: Float[ArrayLike, "..."],
+        args: PyTree[Any] = None,
+        throw: bool = True,
+    ) -> NewtonResult:
         """Minimise ``fn(y, args)`` from ``y0`` (an array of any shape)."""
         y0 = jnp.asarray(y0)
         shape = y0.shape
@@ -195,10 +211,10 @@ class NewtonMinimiser(eqx.Module):
 def solve_statics(
     rod: StrainFieldRod,
     loads: RodLoads,
-    coeffs0=None,
+    coeffs0: Float[ArrayLike, "n_basis 6"] | None = None,
     solver: NewtonMinimiser = NewtonMinimiser(),
     throw: bool = True,
-    elastic: Callable = energy,
+    elastic: Callable[[StrainFieldRod, Float[Array, "n_basis 6"]], Float[Array, ""]] = energy,
 ) -> NewtonResult:
     """Static equilibrium of the clamped strain-field rod under ``loads``: ``argmin_c Π(c)`` by Newton's method with
     the exact (closed-form) Hessian.

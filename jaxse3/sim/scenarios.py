@@ -24,6 +24,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import rod as rods
 from jaxse3.sim.system import System, rod_system
@@ -43,7 +44,7 @@ class PulseInputs(eqx.Module):
     width: jax.Array
     peak: jax.Array
 
-    def __call__(self, t) -> jax.Array:
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " n_inputs"]:
         s = jnp.clip((t - self.start) / self.width, 0.0, 1.0)
         return self.peak * jnp.sin(jnp.pi * s) ** 2
 

@@ -27,6 +27,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import rod as rods
 
@@ -56,20 +57,28 @@ class System(eqx.Module):
     n_inputs: int = eqx.field(static=True)
     scale_loads: Callable | None = eqx.field(static=True, default=None)
 
-    def acceleration(self, q: jax.Array, qd: jax.Array, u: jax.Array) -> jax.Array:
+    def acceleration(
+        self, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]
+    ) -> Float[Array, " n_dof"]:
         """q̈ = FD(q, q̇, u)."""
         return self.forward_dynamics(self.params, q, qd, u)
 
-    def dynamics_residual(self, q: jax.Array, qd: jax.Array, qdd: jax.Array, u: jax.Array) -> jax.Array:
+    def dynamics_residual(
+        self,
+        q: Float[Array, " n_dof"],
+        qd: Float[Array, " n_dof"],
+        qdd: Float[Array, " n_dof"],
+        u: Float[Array, " n_inputs"],
+    ) -> Float[Array, " n_dof"]:
         """τ(q, q̇, u) + F − ID(q, q̇, q̈)."""
         return self.residual(self.params, q, qd, qdd, u)
 
-    def statics_residual(self, q: jax.Array, u: jax.Array) -> jax.Array:
+    def statics_residual(self, q: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]) -> Float[Array, " n_dof"]:
         """τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) (seed 003 eq. (13a))."""
         z = jnp.zeros_like(q)
         return self.residual(self.params, q, z, z, u)
 
-    def tip(self, q: jax.Array) -> jax.Array:
+    def tip(self, q: Float[Array, " n_dof"]) -> Float[Array, "3"]:
         """World position of the tip (the last point)."""
         return self.points(self.params, q)[-1]
 
@@ -118,7 +127,7 @@ class SampledInput(eqx.Module):
 
     interpolation: diffrax.AbstractGlobalInterpolation
 
-    def __init__(self, ts, values, kind: str = "cubic"):
+    def __init__(self, ts: Float[ArrayLike, " n"], values: Float[ArrayLike, "n n_inputs"], kind: str = "cubic"):
         ts, values = jnp.asarray(ts, dtype=float), jnp.asarray(values, dtype=float)
         if ts.ndim != 1 or ts.shape[0] < 2:
             raise ValueError(f"SampledInput: ts must have shape (n,) with n >= 2, got {ts.shape}")
@@ -132,7 +141,7 @@ class SampledInput(eqx.Module):
         else:
             raise ValueError(f"SampledInput: kind must be 'cubic' or 'linear', got {kind!r}")
 
-    def __call__(self, t) -> jax.Array:
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " n_inputs"]:
         interp = self.interpolation
         return interp.evaluate(jnp.clip(t, interp.t0, interp.t1))
 
@@ -144,7 +153,10 @@ class _Constant(eqx.Module):
         return self.value
 
 
-def as_input(u, n_inputs: int) -> Callable:
+def as_input(
+    u: Float[ArrayLike, " n_inputs"] | Callable[[Real[ArrayLike, ""]], Float[Array, " n_inputs"]] | None,
+    n_inputs: int,
+) -> Callable[[Real[ArrayLike, ""]], Float[Array, " n_inputs"]]:
     """Normalise an input specification to a callable ``t -> u(t)`` of shape (n_inputs,).
 
     ``None`` → zero inputs; an array of shape (n_inputs,) → constant; a callable (function of t, or a

@@ -7,6 +7,8 @@ without the model. Axes are 3-D (``projection="3d"``) with equal scaling; length
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
@@ -15,6 +17,9 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 
 import matplotlib.pyplot as plt
 import numpy as np
+from jaxtyping import ArrayLike, Float
+from matplotlib.figure import Figure
+from mpl_toolkits.mplot3d import Axes3D
 
 __all__ = ["plot_shapes", "plot_tip_path", "plot_trajectory"]
 
@@ -34,7 +39,12 @@ def _equal(ax, pts: np.ndarray) -> None:
     ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.set_zlabel("z [m]")
 
 
-def plot_shapes(points, ax=None, labels=None, cmap: str = "viridis"):
+def plot_shapes(
+    points: Float[ArrayLike, "*k n_points 3"],
+    ax: Axes3D | None = None,
+    labels: Sequence[str] | None = None,
+    cmap: str = "viridis",
+) -> Axes3D:
     """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points; returns the
     axes."""
     pts = np.asarray(points, dtype=float)
@@ -52,7 +62,9 @@ def plot_shapes(points, ax=None, labels=None, cmap: str = "viridis"):
     return ax
 
 
-def plot_tip_path(tip, ax=None, color: str = "tab:red", label: str = "tip path"):
+def plot_tip_path(
+    tip: Float[ArrayLike, "n 3"], ax: Axes3D | None = None, color: str = "tab:red", label: str = "tip path"
+) -> Axes3D:
     """The tip path ``tip`` (n, 3) as a 3-D line with start (○) and end (●) markers; returns the axes."""
     tip = np.asarray(tip, dtype=float)
     if tip.ndim != 2 or tip.shape[-1] != 3:
@@ -64,7 +76,9 @@ def plot_tip_path(tip, ax=None, color: str = "tab:red", label: str = "tip path")
     return ax
 
 
-def plot_trajectory(trajectory, path: str | os.PathLike | None = None, n_snapshots: int = 6, title: str = ""):
+def plot_trajectory(
+    trajectory: Any, path: str | os.PathLike | None = None, n_snapshots: int = 6, title: str = ""
+) -> Figure:
     """Summary figure: 3-D shape snapshots with the tip path, and the tip coordinates against time.
 
     ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3). Saves a PNG to
