@@ -27,7 +27,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from jaxse3.integrate.rkmk import RKMK4, LieEuler, RKMKHeun  # noqa: E402
-from jaxse3.rigid.absolute import EXAMPLES, simulate  # noqa: E402
+from jaxse3.rigid.absolute import EXAMPLES  # noqa: E402
+from jaxse3.sim import simulate_multibody  # noqa: E402
 
 SOLVERS = {"rk4": RKMK4, "heun": RKMKHeun, "euler": LieEuler}
 # configurations compared per example: label -> per-body spaces ("se3" | "so3xr3")
@@ -46,7 +47,7 @@ def run_case(name: str, spaces, dt: float, tableau: str):
     y0 = system.state(*_physical_state(ex))
     solver = SOLVERS[tableau](coordinates="exp", side="body")
     t1 = ex.t1
-    fn = jax.jit(lambda y: simulate(system, y, t1, dt, solver, n_save=201))
+    fn = jax.jit(lambda y: simulate_multibody(system, y, t1, dt, solver, n_save=201))
     t0 = time.perf_counter()
     tr = jax.block_until_ready(fn(y0))
     return ex, tr, time.perf_counter() - t0
@@ -63,15 +64,17 @@ def plot(name: str, ex, runs: dict, out: str) -> str:
     k = len(ex.system.joints)
     fig, axes = plt.subplots(1, k + 1, figsize=(4.2 * (k + 1), 3.4), constrained_layout=True)
     for label, tr in runs.items():
-        ts = tr.ts
+        ts, viol, energy = tr.t, tr.monitors["joint_violations"], tr.monitors["energy"]
         for j in range(k):
-            axes[j].semilogy(ts, jnp.maximum(tr.violations[:, j], 1e-17), label=label, **STYLE[label])
-        axes[k].semilogy(ts[1:], jnp.abs(tr.energy - tr.energy[0])[1:], label=label, **STYLE[label])
+            axes[j].semilogy(ts, jnp.maximum(viol[:, j], 1e-17), label=label, **STYLE[label])
+        axes[k].semilogy(ts[1:], jnp.abs(energy - energy[0])[1:], label=label, **STYLE[label])
     for j in range(k):
         kind = "ground" if ex.system.joints[j].grounded else "body–body"
         axes[j].set(title=f"joint {j + 1} ({kind})", xlabel="t [s]", ylabel="‖g‖ [m]")
     axes[k].set(
-        title=f"energy drift (E0 = {float(runs['SE(3)'].energy[0]):.6g} J)", xlabel="t [s]", ylabel="|E − E0| [J]"
+        title=f"energy drift (E0 = {float(runs['SE(3)'].monitors['energy'][0]):.6g} J)",
+        xlabel="t [s]",
+        ylabel="|E − E0| [J]",
     )
     axes[0].legend()
     fig.suptitle(f"seed 004 — {ex.name}: constraint violation and energy drift")
@@ -94,8 +97,9 @@ def main(argv=None) -> None:
         for label, spaces in cases.items():
             ex, tr, seconds = run_case(name, spaces, args.dt, args.tableau)
             runs[label] = tr
-            viol = jnp.max(tr.violations, axis=0)
-            de = float(jnp.max(jnp.abs(tr.energy - tr.energy[0])))
+            viol = jnp.max(tr.monitors["joint_violations"], axis=0)
+            energy = tr.monitors["energy"]
+            de = float(jnp.max(jnp.abs(energy - energy[0])))
             rows.append(
                 (
                     ex.name,

@@ -6,10 +6,13 @@ models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs.
 Jacobian kept across steps), and explicit solvers for comparison. Batches run as vmapped chunks, Newmark batches as
 stacks of systems on one time grid (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics +
 residual of a parameter
-pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod.
+pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod. Seed 004: :func:`simulate_multibody` integrates a
+:class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³) with a body-form Munthe-Kaas solver.
+Every simulation returns a :class:`Trajectory`.
 """
 
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
+from jaxse3.sim._multibody import simulate_multibody
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
 from jaxse3.sim.dynamics import SOLVERS, StepChord, simulate
 from jaxse3.sim.statics import StaticsSolution, solve_statics
@@ -24,6 +27,7 @@ __all__ = [
     "as_input",
     "finite_difference",
     "simulate",
+    "simulate_multibody",
     "SOLVERS",
     "StepChord",
     "Trajectory",

@@ -1,7 +1,8 @@
-"""Simulation results: :class:`Trajectory`, a pytree that saves to and loads from ``.npz``.
+"""Simulation results: :class:`Trajectory`, the one result type of every simulation, a pytree that saves to and loads
+from ``.npz``.
 
 Under ``vmap`` every field gains the batch axes in front, and ``save``/``load`` keep them. Files carry the units of
-every field and, optionally, the run's parameters (:meth:`Trajectory.save` ``metadata``, read back by
+every field and monitor and, optionally, the run's parameters (:meth:`Trajectory.save` ``metadata``, read back by
 :meth:`Trajectory.metadata`); they are written atomically, so an interrupted save never destroys an older file.
 """
 
@@ -22,14 +23,21 @@ __all__ = ["Trajectory"]
 #: units of the fields (rod coordinates are strain-basis amplitudes; their units depend on the basis)
 UNITS = {
     "t": "s",
-    "q": "generalised coordinates",
-    "qd": "generalised velocities (per s)",
+    "q": "generalised coordinates (multibody: body poses [[R, r], [0, 1]], r in m)",
+    "qd": "generalised velocities (per s; multibody: body velocities (ω rad/s, v m/s))",
     "u": "inputs (N for cables)",
     "points": "m (world)",
     "tip": "m (world)",
     "num_steps": "count",
     "result": "diffrax.RESULTS code",
 }
+#: units of the monitors the simulations of jaxse3 write (saved as ``"monitors/<name>"``; others: "unspecified")
+MONITOR_UNITS = {
+    "energy": "J (total mechanical energy)",
+    "joint_violations": "m (position-constraint violation ‖g‖ per joint)",
+}
+#: prefix of the monitors' entries in a file
+_MONITOR = "monitors/"
 
 
 def _npz(path: str | os.PathLike) -> str:
@@ -41,16 +49,26 @@ def _npz(path: str | os.PathLike) -> str:
 class Trajectory(eqx.Module):
     """A simulated motion sampled at times ``t``.
 
+    Rods (:func:`jaxse3.sim.simulate`) have vector coordinates; multibody systems in absolute coordinates
+    (:func:`jaxse3.sim.simulate_multibody`) have one Lie-group element per body, stored as its pose: ``q`` is
+    ``(n, n_bodies, 4, 4)``, ``qd`` ``(n, n_bodies, 6)``, ``u`` ``(n, 0)``, ``points`` the bodies' centres of mass, and
+    ``MultibodySystem.state_from_poses(q[i], qd[i])`` rebuilds the state pytree of sample ``i``.
+
     Attributes:
         t: (n,) sample times.
-        q: (n, n_dof) generalised coordinates.
-        qd: (n, n_dof) generalised velocities.
+        q: (n, n_dof) generalised coordinates; multibody: (n, n_bodies, 4, 4) body poses ``[[R, r], [0, 1]]``.
+        qd: (n, n_dof) generalised velocities; multibody: (n, n_bodies, 6) body velocities ``(ω, v)``, each in its
+            body's convention (the left-trivialised velocity of its group: body twist in SE(3), ``(ω, ṙ)`` in
+            SO(3)×R³).
         u: (n, n_inputs) inputs u(t).
-        points: (n, n_points, 3) world positions of the centreline points (for shape plots).
+        points: (n, n_points, 3) world positions of the centreline points (for shape plots); multibody: of the
+            bodies' centres of mass.
         tip: (n, 3) world position of the tip (``points[:, -1]``).
         num_steps: number of accepted + rejected solver steps.
         result: the solver's result code (``diffrax.RESULTS``; 0 = successful); after a failure the samples the
             solver did not reach are NaN. :attr:`message` says it in words, :attr:`ok` tests it.
+        monitors: named per-sample quantities, each ``(n, ...)`` (default none); multibody runs give ``"energy"``
+            (n,) [J] and ``"joint_violations"`` (n, n_joints) [m]. Units in :data:`MONITOR_UNITS`.
     """
 
     t: jax.Array
@@ -61,6 +79,7 @@ class Trajectory(eqx.Module):
     tip: jax.Array
     num_steps: jax.Array
     result: jax.Array
+    monitors: dict[str, jax.Array] = eqx.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -75,16 +94,20 @@ class Trajectory(eqx.Module):
         return "successful" if bad.size == 0 else diffrax.RESULTS._index_to_message[int(bad[0])]
 
     def save(self, path: str | os.PathLike, metadata: dict[str, Any] | None = None) -> str:
-        """Write every field to ``path`` (``.npz`` appended if missing; numpy arrays, loadable without jaxse3) with
-        the units and ``metadata`` (JSON-serialisable: the run's parameters). The file is written to a temporary
-        file beside it and renamed, so an interrupted save leaves any older file intact. Returns the path written."""
+        """Write every field to ``path`` (``.npz`` appended if missing; numpy arrays, loadable without jaxse3; each
+        monitor as the entry ``"monitors/<name>"``) with the units and ``metadata`` (JSON-serialisable: the run's
+        parameters). The file is written to a temporary file beside it and renamed, so an interrupted save leaves any
+        older file intact. Returns the path written."""
         path = _npz(path)
-        info = json.dumps({"units": UNITS, **(metadata or {})})
+        arrays = {k: np.asarray(v) for k, v in vars(self).items() if k != "monitors"}
+        arrays.update({_MONITOR + str(k): np.asarray(v) for k, v in self.monitors.items()})
+        units = {**UNITS, **{_MONITOR + str(k): MONITOR_UNITS.get(k, "unspecified") for k in self.monitors}}
+        info = json.dumps({"units": units, **(metadata or {})})
         folder = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **{k: np.asarray(v) for k, v in vars(self).items()}, metadata=np.asarray(info))
+                np.savez(fh, **arrays, metadata=np.asarray(info))
                 fh.flush()
                 os.fsync(fh.fileno())
             umask = os.umask(0)
@@ -100,14 +123,16 @@ class Trajectory(eqx.Module):
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
         """Read a file written by :meth:`save` (``.npz`` appended if missing). Files without a ``result`` field
-        (older versions) load as successful runs."""
+        (older versions) load as successful runs, files without monitors with none."""
         with np.load(_npz(path)) as data:
             fields = dict(data.items())
         fields.setdefault("result", np.zeros(np.shape(fields.get("num_steps", 0)), np.int32))
-        missing = set(cls.__dataclass_fields__) - set(fields)
+        monitors = {k[len(_MONITOR) :]: v for k, v in fields.items() if k.startswith(_MONITOR)}
+        names = [k for k in cls.__dataclass_fields__ if k != "monitors"]
+        missing = set(names) - set(fields)
         if missing:
             raise ValueError(f"Trajectory.load: {path} lacks the fields {sorted(missing)}")
-        return cls(**{k: np.asarray(fields[k]) for k in cls.__dataclass_fields__})
+        return cls(**{k: np.asarray(fields[k]) for k in names}, monitors=monitors)
 
     @staticmethod
     def metadata(path: str | os.PathLike) -> dict[str, Any]:

@@ -28,8 +28,8 @@ from jaxse3.rigid.absolute import (
     double_pendulum,
     ground_joint,
     heavy_top,
-    simulate,
 )
+from jaxse3.sim import Trajectory, simulate_multibody
 from tests.conftest import FAST_COMPILE
 
 
@@ -197,7 +197,26 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="omega"):
         heavy_top().system.state(jnp.eye(3)[None], jnp.zeros((1, 3)), jnp.zeros(3), jnp.zeros((1, 3)))
     with pytest.raises(ValueError, match="side='body'"):
-        simulate(heavy_top().system, heavy_top().y0, 0.01, 1e-3, RKMK4("exp", "spatial"))
+        simulate_multibody(heavy_top().system, heavy_top().y0, 0.01, 1e-3, RKMK4("exp", "spatial"))
+    ht = heavy_top()
+    bad = (
+        (dict(solver="rk4"), "argument 'solver' must be an RKMK solver"),
+        (dict(t_final=-1.0), "argument 't_final' must be a positive"),
+        (dict(dt=0.0), "argument 'dt' must be a positive"),
+        (dict(n_save=1), "argument 'n_save' must be an integer >= 2"),
+        (dict(dt=jnp.asarray(1e-3)), "pass max_steps when dt or t_final is an array"),
+        (dict(max_steps=5), "argument 'max_steps' = 5 is below the 10 steps"),
+        (dict(max_steps=0), "argument 'max_steps' must be a positive integer"),
+    )
+    for kwargs, match in bad:
+        with pytest.raises(ValueError, match=match):
+            simulate_multibody(ht.system, ht.y0, **{"t_final": 0.01, "dt": 1e-3, **kwargs})
+    with pytest.raises(ValueError, match=r"argument 'system' must be a jaxse3\.rigid\.absolute\.MultibodySystem"):
+        simulate_multibody(ht, ht.y0, 0.01, 1e-3)
+    with pytest.raises(ValueError, match=r"argument 'y0'.*body 0 is in so3xr3"):
+        simulate_multibody(ht.system.with_spaces("so3xr3"), ht.y0, 0.01, 1e-3)
+    with pytest.raises(ValueError, match=r"H must have shape \(1, 4, 4\)"):
+        ht.system.state_from_poses(jnp.zeros((2, 4, 4)), jnp.zeros((1, 6)))
 
 
 # ---- integration: the testable statements T1–T4 ----------------------------------------------------------------------
@@ -220,8 +239,9 @@ def _run(name: str, space: str, tableau: str, t1: float):
     max_steps = math.ceil(t1 / min(STEPS)) + 1
 
     def one(dt):
-        tr = simulate(ex.system, ex.y0, t1, dt, solver, n_save=21, max_steps=max_steps)
-        return jnp.max(tr.violations, axis=0), jnp.max(jnp.abs(tr.energy - tr.energy[0]))
+        tr = simulate_multibody(ex.system, ex.y0, t1, dt, solver, n_save=21, max_steps=max_steps)
+        viol, energy = tr.monitors["joint_violations"], tr.monitors["energy"]
+        return jnp.max(viol, axis=0), jnp.max(jnp.abs(energy - energy[0]))
 
     run = _compile(one, jnp.asarray(STEPS[0]))
     viol, de = zip(*(run(jnp.asarray(dt)) for dt in STEPS))
@@ -282,8 +302,8 @@ def test_mixed_spaces_vmap_over_initial_conditions():
         y0 = double_pendulum(omega1=(10.0 * s, 0.0, 0.0)).y0
         R, r, V = base.system.unpack(y0)
         rdot = jnp.einsum("nij,nj->ni", R, V[:, 3:])
-        tr = simulate(system, system.state(R, r, V[:, :3], rdot), 0.02, 1e-3, RKMK4("exp", "body"), n_save=3)
-        return tr.violations[-1], tr.ys[1][1][-1]
+        tr = simulate_multibody(system, system.state(R, r, V[:, :3], rdot), 0.02, 1e-3, RKMK4("exp", "body"), n_save=3)
+        return tr.monitors["joint_violations"][-1], tr.points[-1, 1]
 
     scales = jnp.array([0.5, 1.0, 2.0])
     viol, r2 = _compile(jax.vmap(run), scales)(scales)
@@ -292,14 +312,56 @@ def test_mixed_spaces_vmap_over_initial_conditions():
     np.testing.assert_allclose(single(scales[2])[1], r2[2], rtol=1e-13, atol=1e-14)
 
 
+def test_multibody_trajectory_layout_state_round_trip_and_file(tmp_path):
+    """sim.simulate_multibody returns a sim.Trajectory: body poses (n, b, 4, 4), velocities (n, b, 6), COM points and
+    the monitors; state_from_poses inverts (poses, velocities) bit for bit in both spaces (mixed pendulum), and the
+    .npz file keeps every field and monitor with their units."""
+    ex = double_pendulum()
+    system = ex.system.with_spaces(("se3", "so3xr3"))
+    R, r, V = ex.system.unpack(ex.y0)
+    y0 = system.state(R, r, V[:, :3], jnp.einsum("nij,nj->ni", R, V[:, 3:]))
+    tr = _compile(lambda y: simulate_multibody(system, y, 0.004, 1e-3, n_save=3), y0)(y0)
+    assert isinstance(tr, Trajectory) and tr.ok and tr.message == "successful" and int(tr.num_steps) == 4
+    shapes = {k: np.shape(getattr(tr, k)) for k in ("t", "q", "qd", "u", "points", "tip")}
+    assert shapes == {"t": (3,), "q": (3, 2, 4, 4), "qd": (3, 2, 6), "u": (3, 0), "points": (3, 2, 3), "tip": (3, 3)}
+    assert {k: v.shape for k, v in tr.monitors.items()} == {"energy": (3,), "joint_violations": (3, 2)}
+    np.testing.assert_array_equal(tr.points, tr.q[:, :, :3, 3])
+    np.testing.assert_array_equal(tr.tip, tr.points[:, -1])
+    np.testing.assert_allclose(tr.t, [0.0, 0.002, 0.004], rtol=1e-15)
+    first = system.state_from_poses(tr.q[0], tr.qd[0])
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=0, atol=1e-15), first, y0)
+    last = system.state_from_poses(tr.q[-1], tr.qd[-1])
+    np.testing.assert_array_equal(system.poses(last), tr.q[-1])
+    np.testing.assert_array_equal(system.unpack(last)[2], tr.qd[-1])
+    np.testing.assert_allclose(system.energy(last), tr.monitors["energy"][-1], rtol=1e-14)
+    np.testing.assert_allclose(system.joint_violations(last), tr.monitors["joint_violations"][-1], rtol=1e-12)
+    path = tr.save(tmp_path / "pendulum", metadata={"example": ex.name})
+    back = Trajectory.load(path)
+    for k in Trajectory.__dataclass_fields__:
+        if k != "monitors":
+            np.testing.assert_array_equal(getattr(back, k), getattr(tr, k))
+    assert set(back.monitors) == {"energy", "joint_violations"}
+    for k, v in tr.monitors.items():
+        np.testing.assert_array_equal(back.monitors[k], v)
+    meta = Trajectory.metadata(path)
+    assert meta["example"] == ex.name
+    assert meta["units"]["monitors/energy"].startswith("J") and meta["units"]["monitors/joint_violations"][0] == "m"
+    assert np.load(path)["monitors/energy"].shape == (3,)  # plain numpy reads it
+    # throw=False: a run that stops early keeps its result code, NaN in the samples it did not reach
+    dt = jnp.asarray(1e-3)
+    short = _compile(lambda dt: simulate_multibody(system, y0, 0.004, dt, n_save=3, max_steps=2, throw=False), dt)(dt)
+    assert not short.ok and "maximum number of solver steps" in short.message
+    assert np.all(np.isfinite(short.q[0])) and np.all(np.isnan(short.q[-1])) and np.isnan(short.monitors["energy"][-1])
+
+
 def test_gradient_of_final_state_wrt_initial_rate_matches_central_differences():
     """d/ds of a final-state loss (COM position of the heavy top, SE(3), Heun) through diffeqsolve, vs central FD."""
 
     def loss(s):
         ex = heavy_top("se3", omega0=(0.0, 20 * jnp.pi * s, 10 * jnp.pi))
-        tr = simulate(ex.system, ex.y0, 0.01, 1e-3, RKMKHeun("exp", "body"), n_save=2)
-        H = tr.ys[0][0].matrix[-1]
-        return jnp.sum(H[:3, 3] * jnp.array([1.0, -2.0, 3.0])) + tr.energy[-1] * 1e-4
+        tr = simulate_multibody(ex.system, ex.y0, 0.01, 1e-3, RKMKHeun("exp", "body"), n_save=2)
+        H = tr.q[-1, 0]
+        return jnp.sum(H[:3, 3] * jnp.array([1.0, -2.0, 3.0])) + tr.monitors["energy"][-1] * 1e-4
 
     s0, eps = jnp.asarray(1.1), 1e-5
     value_and_grad = _compile(jax.value_and_grad(loss), s0)  # one compilation serves the differences too

@@ -52,8 +52,20 @@ def test_an_interrupted_save_leaves_the_old_file_intact(tmp_path, monkeypatch):
 
 
 def test_files_without_result_code_load_as_successful(tmp_path):
-    fields = {k: np.asarray(v) for k, v in vars(_traj()).items() if k != "result"}
+    fields = {k: np.asarray(v) for k, v in vars(_traj()).items() if k not in ("result", "monitors")}
     np.savez(tmp_path / "old.npz", **fields)
     back = Trajectory.load(tmp_path / "old.npz")
-    assert back.ok and int(back.result) == 0
+    assert back.ok and int(back.result) == 0 and back.monitors == {}
     assert Trajectory.metadata(tmp_path / "old.npz") == {}
+
+
+def test_monitors_save_and_load_with_their_units(tmp_path):
+    """Named monitors are entries ``monitors/<name>`` of the file (units from MONITOR_UNITS, else "unspecified")."""
+    tr = _traj()
+    tr = Trajectory(**{**vars(tr), "monitors": {"energy": jnp.arange(5.0), "gap": jnp.ones((5, 2))}})
+    back = Trajectory.load(tr.save(tmp_path / "m"))
+    assert set(back.monitors) == {"energy", "gap"}
+    np.testing.assert_array_equal(back.monitors["energy"], np.arange(5.0))
+    np.testing.assert_array_equal(back.monitors["gap"], np.ones((5, 2)))
+    units = Trajectory.metadata(tmp_path / "m")["units"]
+    assert units["monitors/energy"].startswith("J") and units["monitors/gap"] == "unspecified"

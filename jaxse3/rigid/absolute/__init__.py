@@ -5,13 +5,14 @@
 - :mod:`~jaxse3.rigid.absolute.joints`: :class:`SphericalJoint` (constraint, Jacobian, index-1 acceleration terms),
   :func:`ground_joint`, :func:`body_joint`;
 - :mod:`~jaxse3.rigid.absolute.system`: :class:`MultibodySystem` (index-1 KKT accelerations as a left-trivialised
-  vector field for the RKMK solvers, energy and constraint monitors);
-- :func:`simulate` (diffrax run with monitors);
+  vector field for the RKMK solvers, energy and constraint monitors, body poses ↔ state);
 - :mod:`~jaxse3.rigid.absolute.examples`: the paper's four systems (heavy top, spherical double pendulum, floating
   pair, spherical 3-bar linkage) with consistent initial conditions.
+
+The models do not drive solvers: :func:`jaxse3.sim.simulate_multibody` integrates a :class:`MultibodySystem` and
+returns a :class:`jaxse3.sim.Trajectory`.
 """
 
-from jaxse3.rigid.absolute._simulate import Trajectory, simulate
 from jaxse3.rigid.absolute.bodies import SPACES, RigidBody, box
 from jaxse3.rigid.absolute.examples import EXAMPLES, Example, double_pendulum, floating_pair, heavy_top, three_bar
 from jaxse3.rigid.absolute.joints import SphericalJoint, body_joint, ground_joint
@@ -25,8 +26,6 @@ __all__ = [
     "ground_joint",
     "body_joint",
     "MultibodySystem",
-    "simulate",
-    "Trajectory",
     "Example",
     "EXAMPLES",
     "heavy_top",

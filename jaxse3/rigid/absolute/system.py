@@ -16,6 +16,10 @@ State pytree (one entry per body, for the Munthe-Kaas solvers of :mod:`jaxse3.in
 
 :meth:`MultibodySystem.vector_field` returns the left-trivialised derivative ``F = (V, V̇)`` of eq. (35) in the same
 layout (``(V, V̇)``, resp. ``(ω, vˢ, V̇)``), so ``RKMK*(side="body")`` is the scheme (37) with ``dexp⁻¹`` at ``−Ψ``.
+
+:meth:`MultibodySystem.poses` gives the bodies' homogeneous transforms ``(n, 4, 4)`` whatever their space, and
+:meth:`MultibodySystem.state_from_poses` rebuilds the state from them and the velocities ``V``, exactly: the flat form
+in which :func:`jaxse3.sim.simulate_multibody` saves a run (``Trajectory.q``, ``Trajectory.qd``).
 """
 
 from __future__ import annotations
@@ -93,8 +97,7 @@ class MultibodySystem(eqx.Module):
 
     def unpack(self, y: State) -> tuple[Float[Array, "n 3 3"], Float[Array, "n 3"], Float[Array, "n 6"]]:
         """``(R, r, V)`` stacked over bodies from a state pytree (V in each body's own velocity convention)."""
-        if not isinstance(y, tuple) or len(y) != len(self.bodies):
-            raise ValueError(f"MultibodySystem: the state must be a tuple of {len(self.bodies)} body states")
+        self.check_state(y)
         Rs, rs, Vs = [], [], []
         for b, yb in zip(self.bodies, y):
             if b.space == "se3":
@@ -107,6 +110,52 @@ class MultibodySystem(eqx.Module):
                 rs.append(r)
             Vs.append(V)
         return jnp.stack(Rs), jnp.stack(rs), jnp.stack(Vs)
+
+    def poses(self, y: State) -> Float[Array, "n 4 4"]:
+        """The homogeneous transforms ``[[R, r], [0, 1]]`` of every body (COM frames): an SE(3) body's element as it is
+        stored, an SO(3)×R³ body's ``(R, r)`` placed in one matrix; :meth:`state_from_poses` inverts it exactly."""
+        self.check_state(y)
+        out = []
+        for b, yb in zip(self.bodies, y):
+            if b.space == "se3":
+                out.append(yb[0].matrix)
+            else:
+                Rm, r, _ = yb
+                out.append(se3.from_rotation_translation(Rm.matrix, r))
+        return jnp.stack(out)
+
+    def state_from_poses(self, H: Float[Array, "n 4 4"], V: Float[Array, "n 6"]) -> State:
+        """The state pytree from the body poses ``H`` (:meth:`poses`) and velocities ``V`` (each body's own
+        convention, as in :meth:`unpack`): the inverse of ``(poses(y), unpack(y)[2])``, bit for bit. It rebuilds the
+        group elements of a saved sample, e.g. ``state_from_poses(traj.q[i], traj.qd[i])`` of a
+        :func:`jaxse3.sim.simulate_multibody` trajectory."""
+        n = len(self.bodies)
+        for name, a, shape in (("H", H, (n, 4, 4)), ("V", V, (n, 6))):
+            if jnp.shape(a) != shape:
+                raise ValueError(
+                    f"MultibodySystem.state_from_poses: {name} must have shape {shape}, got {jnp.shape(a)}"
+                )
+        return tuple(
+            (SE3Element(H[i]), V[i]) if b.space == "se3" else (SO3Element(H[i, :3, :3]), H[i, :3, 3], V[i])
+            for i, b in enumerate(self.bodies)
+        )
+
+    def check_state(self, y: State) -> None:
+        """Raise a clear error unless ``y`` has this system's state layout (static: node types and tuple lengths)."""
+        if not isinstance(y, tuple) or len(y) != len(self.bodies):
+            raise ValueError(f"MultibodySystem: the state must be a tuple of {len(self.bodies)} body states")
+        for i, (b, yb) in enumerate(zip(self.bodies, y)):
+            ok = isinstance(yb, tuple) and (
+                (len(yb) == 2 and isinstance(yb[0], SE3Element))
+                if b.space == "se3"
+                else (len(yb) == 3 and isinstance(yb[0], SO3Element))
+            )
+            if not ok:
+                want = "(SE3Element, V)" if b.space == "se3" else "(SO3Element, r, V)"
+                raise ValueError(
+                    f"MultibodySystem: body {i} is in {b.space}, so its state must be {want} "
+                    "(build states with MultibodySystem.state)"
+                )
 
     # ---- dynamics -------------------------------------------------------------------------------------------------
 
