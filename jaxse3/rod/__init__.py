@@ -46,7 +46,7 @@ from jaxse3.rod._inverse_dynamics import (
     mass_matrix,
     rnea,
 )
-from jaxse3.rod.basis import LegendreBasis, MonomialBasis, StrainBasis, UserBasis
+from jaxse3.rod.basis import LegendreBasis, MonomialBasis, PiecewiseConstantBasis, StrainBasis, UserBasis
 from jaxse3.rod.dynamics import (
     forward_dynamics,
     forward_dynamics_jacobians,
@@ -86,6 +86,7 @@ __all__ = [
     "LegendreBasis",
     "MonomialBasis",
     "UserBasis",
+    "PiecewiseConstantBasis",
     "CircularSection",
     "RectangularSection",
     "Material",

@@ -10,6 +10,9 @@ components only). Φ(X) is block-diagonal: the modes of component i fill row i, 
   ``Phi_LegendrePolynomial``).
 * :class:`MonomialBasis` — (X/L)^j.
 * :class:`UserBasis` — any function ``X ↦ Φ(X)`` of shape (6, n_dof), given with its n_dof.
+* :class:`PiecewiseConstantBasis` — the piecewise constant strain (PCS) model: one indicator per segment and active
+  component (use it with ``Rod(..., n_segments=...)`` so that the quadrature and the Magnus intervals follow the
+  segments).
 
 A basis is a static object (its orders are structure); ``basis(X, length)`` evaluates Φ at an array of abscissae.
 """
@@ -21,8 +24,9 @@ from collections.abc import Callable, Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-__all__ = ["StrainBasis", "LegendreBasis", "MonomialBasis", "UserBasis", "STRAIN_NAMES"]
+__all__ = ["StrainBasis", "LegendreBasis", "MonomialBasis", "UserBasis", "PiecewiseConstantBasis", "STRAIN_NAMES"]
 
 STRAIN_NAMES = ("torsion", "bend_y", "bend_z", "elongation", "shear_y", "shear_z")
 
@@ -136,3 +140,73 @@ class UserBasis(StrainBasis):
             raise ValueError(f"UserBasis: fn(X, length) must return shape (6, {self.n_dof}), got {out_shape}")
         flat = jax.vmap(lambda x: self.fn(x, length))(X.reshape(-1))
         return flat.reshape(X.shape + (6, self.n_dof))
+
+
+def _check_components(components: Sequence[str | int], who: str) -> tuple[int, ...]:
+    if isinstance(components, (str, int)):
+        components = (components,)
+    out = []
+    for c in components:
+        if isinstance(c, str) and c in STRAIN_NAMES:
+            out.append(STRAIN_NAMES.index(c))
+        elif isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 6:
+            out.append(c)
+        else:
+            raise ValueError(
+                f"{who}: each of 'components' must be a strain name {STRAIN_NAMES} or an index 0..5, got {c!r}"
+            )
+    if not out:
+        raise ValueError(f"{who}: 'components' must name at least one strain component")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{who}: 'components' must not repeat a strain component, got {tuple(components)}")
+    return tuple(out)
+
+
+class PiecewiseConstantBasis(StrainBasis):
+    """Piecewise constant strain (PCS): the rod is cut into ``n_segments`` equal segments and every active strain
+    component is constant on each of them.
+
+    Segment i covers ``[i L/n, (i + 1) L/n)``; the tip X = L belongs to the last segment. A segment end
+    ``X = i L/n`` (0 < i < n), where the strain jumps, therefore takes the value of the segment it opens (the one on its
+    right); the segment ends are compared with the same floating-point expression ``i * L / n`` that
+    :func:`~jaxse3.rod.geometry.segment_gauss_points` uses, so a computational point at a segment end is classified
+    consistently. Only the Gauss and Magnus collocation points enter the model: on a rod built with the same
+    ``n_segments`` (``Rod(..., n_segments=n)``) every Magnus interval lies inside one segment and its collocation
+    nodes lie strictly inside the interval, so they pick the segment of their interval; the value at a segment end
+    has zero quadrature weight.
+
+    Columns are ordered segment by segment, the components of a segment in the order given: mode
+    ``i * len(components) + j`` is component ``components[j]`` on segment i (as SoRoMoX orders its PCS coordinates).
+
+    Args:
+        n_segments: number of segments n ≥ 1.
+        components: the active strain components, names from :data:`STRAIN_NAMES` (``"torsion"``, ``"bend_y"``,
+            ``"bend_z"``, ``"elongation"``, ``"shear_y"``, ``"shear_z"``) or indices 0..5, e.g.
+            ``("bend_z", "elongation", "shear_y")`` for a planar rod; default all six.
+    """
+
+    n_segments: int = eqx.field(static=True)
+    components: tuple[int, ...] = eqx.field(static=True)
+    n_dof: int = eqx.field(static=True)
+
+    def __init__(self, n_segments: int, components: Sequence[str | int] = STRAIN_NAMES):
+        if isinstance(n_segments, bool) or not isinstance(n_segments, int) or n_segments < 1:
+            raise ValueError(f"PiecewiseConstantBasis: 'n_segments' must be a positive int, got {n_segments!r}")
+        self.n_segments = n_segments
+        self.components = _check_components(components, "PiecewiseConstantBasis")
+        self.n_dof = n_segments * len(self.components)
+
+    def segment_index(self, X: jax.Array, length: jax.Array) -> jax.Array:
+        """The segment (int, X.shape) each abscissa belongs to: the number of interior segment ends ``i L/n <= X``."""
+        X = jnp.asarray(X, dtype=jnp.result_type(float))
+        ends = jnp.arange(1, self.n_segments, dtype=X.dtype) * length / self.n_segments
+        return jnp.sum(X[..., None] >= ends, axis=-1)
+
+    def __call__(self, X: jax.Array, length: jax.Array) -> jax.Array:
+        X = jnp.asarray(X, dtype=jnp.result_type(float))
+        on = jax.nn.one_hot(self.segment_index(X, length), self.n_segments, dtype=X.dtype)  # X.shape + (n,)
+        m = len(self.components)
+        pick = np.zeros((6, m))
+        pick[list(self.components), np.arange(m)] = 1.0
+        Phi = on[..., None, :, None] * jnp.asarray(pick, X.dtype)[:, None, :]  # X.shape + (6, n, m)
+        return Phi.reshape(X.shape + (6, self.n_dof))

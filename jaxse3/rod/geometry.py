@@ -1,8 +1,10 @@
 """Cross-sections, material and quadrature of a Cosserat rod: the screw inertia, stiffness and damping densities.
 
 Seed 003 (digest §1.2, §1.7): the computational points are the base X = 0, ``n_gauss`` Gauss–Legendre points and the
-tip X = L (eq. (3)); the end points carry zero weight. With the section's area A and second moments J_x (polar),
-J_y, J_z (about the section's y and z axes), all densities are diagonal, angular components first:
+tip X = L (eq. (3)); the end points carry zero weight. With segments (:func:`segment_gauss_points`, for piecewise
+constant strain) every segment gets its own ``n_gauss`` Gauss points and the segment ends are points of zero weight.
+With the section's area A and second moments J_x (polar), J_y, J_z (about the section's y and z axes), all densities
+are diagonal, angular components first:
 
 * screw inertia 𝓜̄ = ρ diag(J_x, J_y, J_z, A, A, A) (standard GVS; the paper does not print it);
 * screw elasticity Σ = diag(G J_x, E J_y, E J_z, E A, G A, G A) (D64);
@@ -30,6 +32,7 @@ __all__ = [
     "RectangularSection",
     "Material",
     "gauss_points",
+    "segment_gauss_points",
     "screw_inertia",
     "screw_stiffness",
     "screw_damping",
@@ -186,6 +189,33 @@ def gauss_points(n_gauss: int, length: Float[ArrayLike, ""]) -> tuple[Float[Arra
     length = _f(length)
     X = jnp.concatenate([jnp.zeros(1), (s + 1) / 2 * length, length[None]])
     w = jnp.concatenate([jnp.zeros(1), ws / 2 * length, jnp.zeros(1)])
+    return X, w
+
+
+def segment_gauss_points(
+    n_segments: int, n_gauss: int, length: Float[ArrayLike, ""]
+) -> tuple[Float[Array, " n_p"], Float[Array, " n_p"]]:
+    """Computational points and weights with per-segment quadrature: the rod is cut into ``n_segments`` equal
+    segments ``[i L/n, (i + 1) L/n]``, each with ``n_gauss`` Gauss–Legendre points and weights mapped to it.
+
+    Returns ``(X, w)`` of shape ``(n_segments (n_gauss + 1) + 1,)``, in increasing X: the base (weight 0), the Gauss
+    points of segment 0, the segment end L/n (weight 0), the Gauss points of segment 1, ..., the tip (weight 0). The
+    interior segment ends are ``i * L / n`` (the expression :class:`~jaxse3.rod.basis.PiecewiseConstantBasis`
+    compares with), the tip is L itself. Every segment's sum of ``w f(X)`` is exact for polynomials of degree
+    ``2 n_gauss − 1`` on that segment, and ``n_segments = 1`` gives :func:`gauss_points` bit for bit.
+    """
+    if isinstance(n_segments, bool) or not isinstance(n_segments, int) or n_segments < 1:
+        raise ValueError(f"segment_gauss_points: 'n_segments' must be a positive int, got {n_segments!r}")
+    if isinstance(n_gauss, bool) or not isinstance(n_gauss, int) or n_gauss < 1:
+        raise ValueError(f"segment_gauss_points: 'n_gauss' must be a positive int, got {n_gauss!r}")
+    s, ws = np.polynomial.legendre.leggauss(n_gauss)
+    length = _f(length)
+    h = length / n_segments
+    ends = jnp.arange(n_segments, dtype=length.dtype) * length / n_segments  # segment starts i L / n
+    Xg = ends[:, None] + (s + 1) / 2 * h  # (n_segments, n_gauss)
+    X = jnp.concatenate([jnp.concatenate([ends[:, None], Xg], axis=1).reshape(-1), length[None]])
+    wg = jnp.broadcast_to(ws / 2 * h, (n_segments, n_gauss))
+    w = jnp.concatenate([jnp.concatenate([jnp.zeros((n_segments, 1)), wg], axis=1).reshape(-1), jnp.zeros(1)])
     return X, w
 
 

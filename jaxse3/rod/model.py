@@ -23,17 +23,17 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from jaxse3.rod.basis import LegendreBasis, StrainBasis, UserBasis
+from jaxse3.rod.basis import LegendreBasis, PiecewiseConstantBasis, StrainBasis
 from jaxse3.rod.forces import Tendon, cdm_tendons
 from jaxse3.rod.geometry import (
     CircularSection,
     Material,
     RectangularSection,
     check_values,
-    gauss_points,
     screw_damping,
     screw_inertia,
     screw_stiffness,
+    segment_gauss_points,
 )
 from jaxse3.rod.magnus import collocation_nodes
 
@@ -51,18 +51,31 @@ class Rod(eqx.Module):
             its area must be positive at every computational point.
         material: a :class:`~jaxse3.rod.geometry.Material`.
         basis: a :class:`~jaxse3.rod.basis.StrainBasis` (e.g. ``LegendreBasis((4, 4, 4, 2, 2, 2))``).
-        n_gauss: number of Gauss points; the rod has ``n_points = n_gauss + 2`` computational points. The stiffness
-            K = Σ_k w_k Φ_kᵀ Σ_k Φ_k (D64) has rank at most n_gauss per strain component, so a polynomial basis needs
-            ``n_gauss >= p + 1`` (p: its highest order; the p + 1 modes must be independent on the Gauss points),
-            and a :class:`~jaxse3.rod.basis.UserBasis` must have full column rank on them (checked numerically).
-            With n_gauss = p + 1, Gauss quadrature (exact to degree 2 n_gauss − 1) still integrates Φᵢ Φⱼ exactly
-            for a uniform section.
-        magnus_order: 4 (Zanna, C1–C14; default) or 2 (midpoint).
+        n_gauss: number of Gauss points (per segment); with one segment the rod has ``n_points = n_gauss + 2``
+            computational points. The stiffness K = Σ_k w_k Φ_kᵀ Σ_k Φ_k (D64) has rank at most the number of
+            Gauss points per strain component, so a polynomial basis needs ``n_segments n_gauss >= p + 1`` (p: its
+            highest order; the p + 1 modes must be independent on the Gauss points; ``n_gauss >= p + 1`` with one
+            segment), and any other basis (:class:`~jaxse3.rod.basis.UserBasis`,
+            :class:`~jaxse3.rod.basis.PiecewiseConstantBasis`) must have full column rank on them (checked
+            numerically). With n_gauss = p + 1, Gauss quadrature (exact to degree 2 n_gauss − 1) still integrates
+            Φᵢ Φⱼ exactly for a uniform section.
+        magnus_order: 4 (Zanna, C1–C14; default) or 2 (midpoint). Both are exact for a strain that is constant on
+            each interval between computational points (a PCS rod with ``n_segments`` equal to its basis's), where
+            the cheaper 2 is the natural choice.
         tendons: a sequence of :class:`~jaxse3.rod.forces.Tendon`.
         gravity: world gravitational acceleration a_g (3,), finite, default (0, 0, −9.81).
         base_pose: world pose of the base frame (4, 4); the rod runs along the base frame's x axis. Default identity.
         xi_star: reference strain ξ*(X): a (6,) constant or a callable ``(X, length) -> (6,)``; default the straight,
             unstretched rod (0, 0, 0, 1, 0, 0).
+        n_segments: per-segment quadrature (default 1: one segment, the computational points of seed 003 eq. (3)).
+            With s segments the rod is cut into s equal segments ``[i L/s, (i + 1) L/s]`` and the computational points
+            are, in increasing X, the base, the ``n_gauss`` Gauss–Legendre points of each segment (with their
+            weights), the s − 1 interior segment ends (weight 0) and the tip
+            (:func:`~jaxse3.rod.geometry.segment_gauss_points`): ``n_points = s (n_gauss + 1) + 1``. Every Magnus
+            interval then lies inside one segment, so a :class:`~jaxse3.rod.basis.PiecewiseConstantBasis` with the
+            same number of segments is integrated exactly (its strain is constant on every interval), and each
+            segment's mass, stiffness and damping use ``n_gauss`` points, as in SoRoMoX's PCS. With a
+            PiecewiseConstantBasis, ``n_segments`` must be a multiple of the basis's segments.
 
     Attributes (arrays): ``length``, ``X`` (n_p,), ``weights`` (n_p,), ``h`` (n_p − 1,), ``Phi`` (n_p, 6, n),
     ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6, 6),
@@ -103,6 +116,7 @@ class Rod(eqx.Module):
         gravity: Float[ArrayLike, "3"] = (0.0, 0.0, -9.81),
         base_pose: Float[ArrayLike, "4 4"] | None = None,
         xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT,
+        n_segments: int = 1,
     ):
         f = jnp.result_type(float)
         if not isinstance(basis, StrainBasis):
@@ -112,14 +126,26 @@ class Rod(eqx.Module):
         if L.shape != ():
             raise ValueError(f"Rod: 'length' must be a scalar, got shape {L.shape}")
         check_values("Rod", "length", length, lambda v: v > 0, "positive")
-        orders = [o for o in getattr(basis, "orders", ()) if o is not None]  # a polynomial basis
-        if orders and isinstance(n_gauss, int) and n_gauss < max(orders) + 1:
+        if isinstance(n_segments, bool) or not isinstance(n_segments, int) or n_segments < 1:
+            raise ValueError(f"Rod: 'n_segments' must be a positive int, got {n_segments!r}")
+        if isinstance(n_gauss, bool) or not isinstance(n_gauss, int) or n_gauss < 1:
+            raise ValueError(f"Rod: 'n_gauss' must be a positive int, got {n_gauss!r}")
+        if isinstance(basis, PiecewiseConstantBasis) and n_segments % basis.n_segments:
             raise ValueError(
-                f"Rod: 'n_gauss' must be at least {max(orders) + 1} (highest order + 1) for "
+                f"Rod: 'n_segments' must be a multiple of the {basis.n_segments} segments of the "
+                f"PiecewiseConstantBasis, got {n_segments}: otherwise Gauss quadrature and Magnus intervals straddle "
+                "its strain jumps"
+            )
+        orders = [o for o in getattr(basis, "orders", ()) if o is not None]  # a polynomial basis
+        if orders and n_segments * n_gauss < max(orders) + 1:
+            need = -(-(max(orders) + 1) // n_segments)
+            over = "" if n_segments == 1 else f" Gauss points in all, over {n_segments} segments"
+            raise ValueError(
+                f"Rod: 'n_gauss' must be at least {need} (highest order + 1{over}) for "
                 f"{type(basis).__name__}{basis.orders}, got {n_gauss}: with fewer Gauss points the "
                 "stiffness matrix is singular"
             )
-        X, w = gauss_points(n_gauss, L)
+        X, w = segment_gauss_points(n_segments, n_gauss, L)
         h = jnp.diff(X)
         Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
 
@@ -133,11 +159,15 @@ class Rod(eqx.Module):
 
         self.length, self.X, self.weights, self.h = L, X, w, h
         self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
-        if isinstance(basis, UserBasis) and not isinstance(self.Phi, jax.core.Tracer):
-            rank = np.linalg.matrix_rank(np.asarray(self.Phi[1:-1]).reshape(-1, basis.n_dof))
+        if not orders and not isinstance(self.Phi, jax.core.Tracer) and not isinstance(w, jax.core.Tracer):
+            # any basis but a polynomial one: rank of Φ on the Gauss points (the points of positive weight)
+            rank = np.linalg.matrix_rank(np.asarray(self.Phi)[np.asarray(w) > 0].reshape(-1, basis.n_dof))
             if rank < basis.n_dof:
+                where = f"n_gauss = {n_gauss} Gauss points"
+                if n_segments > 1:
+                    where = f"{n_segments} × {n_gauss} Gauss points (n_segments × n_gauss)"
                 raise ValueError(
-                    f"Rod: the UserBasis sampled at the n_gauss = {n_gauss} Gauss points has rank {rank} "
+                    f"Rod: the {type(basis).__name__} sampled at the {where} has rank {rank} "
                     f"< n_dof = {basis.n_dof}, so the stiffness matrix is singular: increase 'n_gauss' "
                     "or use independent basis functions"
                 )
