@@ -293,3 +293,46 @@ def test_private_import_finder():
     assert _owner("jaxse3._runtime") == "jaxse3" and _owner("numpy._core") is None
     found = _private_imports_from_outside()
     assert any("jaxse3.lie._" in line for line in found.get("lie", [])) == ("lie" in _KNOWN_PRIVATE_IMPORTS)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# (d) the public API is typed
+
+
+def _unannotated(path: pathlib.Path) -> list[str]:
+    """Public functions (module level) and public methods of public classes in ``path`` that miss an annotation of a
+    parameter (self/cls aside) or of the return (``__init__`` needs none)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            functions = [(node.name, node)]
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            functions = [(f"{node.name}.{f.name}", f) for f in node.body if isinstance(f, ast.FunctionDef)]
+        else:
+            continue
+        for name, f in functions:
+            short = name.rpartition(".")[2]
+            if short.startswith("_") and short not in ("__init__", "__call__"):
+                continue
+            args = [a for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs if a.arg not in ("self", "cls")]
+            args += [a for a in (f.args.vararg, f.args.kwarg) if a is not None]
+            missing = [a.arg for a in args if a.annotation is None]
+            if f.returns is None and short != "__init__":
+                missing.append("return")
+            if missing:
+                found.append(f"{path.name}:{f.lineno} {name}: {', '.join(missing)}")
+    return found
+
+
+def test_public_functions_are_annotated():
+    """Every public function and method of jaxse3 annotates its parameters and return (jaxtyping shapes for arrays)."""
+    missing = [f"{path.parent.name}/{line}" for path in sorted(set(MODULES.values())) for line in _unannotated(path)]
+    assert not missing, "\n".join(missing)
+
+
+def test_annotation_finder(tmp_path):
+    src = "def f(a, b: int) -> int: ...\nclass C:\n    def __init__(self, x: int): ...\n    def g(self): ...\n"
+    path = tmp_path / "probe.py"
+    path.write_text(src, encoding="utf-8")
+    assert [line.split(" ", 1)[1] for line in _unannotated(path)] == ["f: a", "C.g: return"]

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod._inverse_dynamics import rnea
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
 from jaxse3.rod.kinematics import check_state
+from jaxse3.rod.model import Rod
 
 __all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
 
@@ -47,8 +49,12 @@ def _tau_plain(rod, q, qd, u, loads):
 
 
 def generalized_forces_derivatives(
-    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
-) -> tuple[jax.Array, jax.Array]:
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_tendons"] | None = None,
+    loads: Loads | None = None,
+) -> tuple[Float[Array, "n_dof n_dof"], Float[Array, "n_dof n_dof"]]:
     """(∂τ/∂q, ∂τ/∂q̇), each (n_dof, n_dof): D63 for the tendons, eqs. (55), (56), (59)–(61) for the loads."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
@@ -71,8 +77,12 @@ _tau = custom_rule("generalized_forces", _tau_plain, _tau_jvp)
 
 
 def generalized_forces(
-    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
-) -> jax.Array:
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_tendons"] | None = None,
+    loads: Loads | None = None,
+) -> Float[Array, " n_dof"]:
     """τ = B(q) u − K q − D q̇ + Σ_k J_kᵀ 𝓕ext_k (seed 003 eq. (35) plus the external loads of §6), (n_dof,).
 
     Args:
@@ -107,8 +117,12 @@ def _fd_jacobians(rod, q, qd, u, loads):
 
 
 def forward_dynamics_jacobians(
-    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
-) -> tuple[jax.Array, jax.Array]:
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_tendons"] | None = None,
+    loads: Loads | None = None,
+) -> tuple[Float[Array, "n_dof n_dof"], Float[Array, "n_dof n_dof"]]:
     """(∂FD/∂q, ∂FD/∂q̇), each (n_dof, n_dof) (seed 003 eqs. (7), (9))."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
@@ -130,8 +144,12 @@ _fd = custom_rule("forward_dynamics", _fd_plain, _fd_jvp)
 
 
 def forward_dynamics(
-    rod, q: jax.Array, qd: jax.Array, u: jax.Array | None = None, loads: Loads | None = None
-) -> jax.Array:
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    u: Float[Array, " n_tendons"] | None = None,
+    loads: Loads | None = None,
+) -> Float[Array, " n_dof"]:
     """q̈ = FD(q, q̇, u) = M⁻¹(τ + F) (seed 003 eq. (4)), (n_dof,). Custom_jvp: eqs. (7), (9) and M⁻¹B."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
