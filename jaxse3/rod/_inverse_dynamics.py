@@ -2,23 +2,26 @@
 
 Seed 003 §4 and App. C/D, following the verified pseudocode of digest 003 §2.2 (single rod, fixed base):
 
-* forward pass over joints α: poses, body twists η_α and accelerations η̇_α (D14, D15), the joint terms
-  R_α (20b), Q_α (20c, with the **minus** sign of the gravity term: the boxed D12 is a misprint, digest §8) and
-  Y_α (26), and their transported sums S^B (= J), R^B, Q^B, Y^B (22a, 22b, 28a, 28b);
-* point wrenches 𝓕_k = 𝓜_k η̇_k + ad*_{η_k}𝓜_kη_k − 𝓜_k Ad⁻¹_{g_k}𝓖 − 𝓕ext_k (16) and
-  𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η 𝓜 − 𝓜 ad_η (20a);
-* backward pass: composite wrench 𝓕^C (22c), composite 𝓝^C, 𝓜^C (22d, 22e), U^S, P^S, V^S, W^S, E^S
-  (22f, 22g, 28c, 33, 56), giving
+* forward pass over joints α (:func:`_forward_pass`): poses, body twists η_α and accelerations η̇_α (D14, D15), the
+  joint terms R_α (20b), Q_α (20c, with the **minus** sign of the gravity term: the boxed D12 is a misprint, digest
+  §8) and Y_α (26), and their transported sums R^B, Q^B (22a, 22b), S^B (= J), Y^B (28a, 28b);
+* point quantities (:func:`_point_quantities`): wrenches 𝓕_k = 𝓜_k η̇_k + ad*_{η_k}𝓜_kη_k − 𝓜_k Ad⁻¹_{g_k}𝓖 − 𝓕ext_k
+  (16) and 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η 𝓜 − 𝓜 ad_η (20a);
+* backward pass (:func:`_backward_pass`): composite wrench 𝓕^C (22c), composite 𝓝^C, 𝓜^C (22d, 22e), U^S, P^S, V^S,
+  W^S, E^S (22f, 22g, 28c, 33, 56), giving
 
   ID = Σ_α S_αᵀ 𝓕^C_α                                                                          (14)
   ∂ID/∂q  = Σ_α ∂(S_αᵀ𝓕^C)/∂q|_𝓕 + S_αᵀ(𝓝^C R^B + 𝓜^C Q^B + U^S + P^S − E^S)                  (21, 55)
   ∂ID/∂q̇ = Σ_α S_αᵀ(𝓝^C S^B + 𝓜^C Y^B + V^S)                                                    (27)
   ∂ID/∂q̈ = Σ_α S_αᵀ(𝓜^C S^B + W^S) = M(q)                                                      (32, 34)
 
+  and, below ``level="all"``, the mass-only path (:func:`_mass_pass`): 𝓕^C, 𝓜^C and W^S alone, for ID and M.
+
 Here ad*_V = −ad_Vᵀ and \\bar{ad}*_V = −``se3.adbar(V)``. ID(q, q̇, q̈) = M q̈ − F(q, q̇) (eq. (8)) contains inertia,
 Coriolis/centrifugal terms and gravity; external loads (:class:`~jaxse3.rod.forces.Loads`) enter the same recursion
 with the minus sign of (16) when passed to :func:`rnea` (the public :func:`inverse_dynamics` has none; they belong
-to τ, :func:`jaxse3.rod.dynamics.generalized_forces`).
+to τ, :func:`jaxse3.rod.dynamics.generalized_forces`). ID alone, without loads, takes a matrix-free path
+(:func:`_rnea_tau`).
 
 :func:`inverse_dynamics` carries a ``custom_jvp`` rule built from these derivatives, so ``jax.jacfwd`` and every
 solver that linearises it run the analytical formulas (counted in :data:`ROD_RULE_CALLS`).
@@ -30,12 +33,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
+from jaxtyping import Array, Float, PyTree
 
 from jaxse3 import se3
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import check_state, joints
+from jaxse3.rod.kinematics import Joints, check_state, joints
 from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
+from jaxse3.rod.model import Rod
 
 __all__ = [
     "RNEAResult",
@@ -50,27 +56,330 @@ __all__ = [
 #: keys "inverse_dynamics", "generalized_forces", "forward_dynamics" show that jax.jacfwd runs the rod's formulas.
 ROD_RULE_CALLS = RULE_CALLS
 
-_LEVELS = ("id", "mass", "all")
+#: The entries of :class:`RNEAResult` besides ID that each level returns.
+_LEVELS = {"id": (), "mass": ("M",), "all": ("M", "dq", "dqd")}
 
 
 class RNEAResult(NamedTuple):
     """Output of :func:`rnea`; entries not requested by ``level`` are None."""
 
-    tau: jax.Array  # ID (n,)
-    M: jax.Array | None  # ∂ID/∂q̈ = M(q) (n, n)
-    dq: jax.Array | None  # ∂ID/∂q (n, n)
-    dqd: jax.Array | None  # ∂ID/∂q̇ (n, n)
+    tau: Float[Array, " n_dof"]  # ID (14)
+    M: Float[Array, "n_dof n_dof"] | None  # ∂ID/∂q̈ = M(q) (32, 34)
+    dq: Float[Array, "n_dof n_dof"] | None  # ∂ID/∂q (21, 55)
+    dqd: Float[Array, "n_dof n_dof"] | None  # ∂ID/∂q̇ (27)
 
 
-def _coad_star(eta):  # ad*_η = −ad_ηᵀ
+class JointTerms(NamedTuple):
+    """The App. C terms of joint α that ∂ID/∂q and ∂ID/∂q̇ need, or their transported sums X^B (same shapes)."""
+
+    R: Float[Array, "... 6 n_dof"]  # R_α = ad_{η_α⁺}S_α + (∂S_α/∂q)q̇ (20b); R^B_α (22a)
+    Q: Float[Array, "... 6 n_dof"]  # Q_α (20c), gravity term −ad_{Ad⁻¹_{g_α}𝓖}S_α (digest §8); Q^B_α (22b)
+    Y: Float[Array, "... 6 n_dof"]  # Y_α = R_α + ad_{η_α}S_α + Ṡ_α (26); Y^B_α (28b)
+
+
+class PointKinematics(NamedTuple):
+    """What the forward pass carries from point α to α + 1 (stacked over the points in :class:`ForwardPass`)."""
+
+    g: Float[Array, "... 4 4"]  # pose g_α (2a)
+    eta: Float[Array, "... 6"]  # body twist η_α (D14)
+    etad: Float[Array, "... 6"]  # body acceleration η̇_α (D15)
+    J: Float[Array, "... 6 n_dof"]  # body Jacobian J_α = S^B_α (2b, 28a)
+    termsB: JointTerms | None  # R^B_α, Q^B_α, Y^B_α (22a, 22b, 28b); None without the App. C terms
+
+
+class ForwardPass(NamedTuple):
+    """Result of :func:`_forward_pass`."""
+
+    points: PointKinematics  # g_k, η_k, η̇_k, J_k, X^B_k at every point (leading axis n_p)
+    terms: JointTerms | None  # R_α, Q_α, Y_α of every joint (leading axis n_p − 1) (20b, 20c, 26)
+
+
+class PointQuantities(NamedTuple):
+    """Per-point inputs of the backward pass (leading axis n_p); None where the level does not use them."""
+
+    F: Float[Array, "... 6"]  # 𝓕_k, external wrenches subtracted (16)
+    M: Float[Array, "... 6 6"] | None  # 𝓜_k, the weighted screw inertia (16); None without inertia or for ID alone
+    N: Float[Array, "... 6 6"] | None  # 𝓝_k (20a); None without inertia or below level "all"
+    dFext: Float[Array, "... 6 n_dof"] | None  # ∂𝓕ext_k/∂q (55, 56); None without loads or below level "all"
+
+
+class Composites(NamedTuple):
+    """The sums of ID and M at joint α (all zero past the tip): the mass-only path's carry, and part of the backward
+    pass's."""
+
+    FC: Float[Array, " 6"]  # 𝓕^C_α, composite wrench (22c)
+    MC: Float[Array, "6 6"] | None  # 𝓜^C_α, composite inertia (22e); None without 𝓜_k
+    W: Float[Array, "6 n_dof"] | None  # W^S_α (33); None without 𝓜_k
+
+    @classmethod
+    def zero(cls, n: int, dtype: DTypeLike, inertia: bool) -> Composites:
+        """(·)_{n_p} = 0, with 𝓜^C and W^S if ``inertia``."""
+        inertial = (jnp.zeros((6, 6), dtype), jnp.zeros((6, n), dtype)) if inertia else (None,) * 2
+        return cls(jnp.zeros(6, dtype), *inertial)
+
+
+class DerivativeSums(NamedTuple):
+    """The further sums of ∂ID/∂q and ∂ID/∂q̇ at joint α (all zero past the tip)."""
+
+    P: Float[Array, "6 n_dof"]  # P^S_α (22g)
+    NC: Float[Array, "6 6"] | None  # 𝓝^C_α (22d); None without inertia
+    U: Float[Array, "6 n_dof"] | None  # U^S_α (22f); None without inertia
+    V: Float[Array, "6 n_dof"] | None  # V^S_α (28c); None without inertia
+    E: Float[Array, "6 n_dof"] | None  # E^S_α, the transported ∂𝓕ext/∂q (56); None without loads
+
+    @classmethod
+    def zero(cls, n: int, dtype: DTypeLike, inertia: bool, loads: bool) -> DerivativeSums:
+        """(·)_{n_p} = 0, with 𝓝^C, U^S, V^S if ``inertia`` and E^S if ``loads``."""
+        z6n = jnp.zeros((6, n), dtype)
+        inertial = (jnp.zeros((6, 6), dtype), z6n, z6n) if inertia else (None,) * 3
+        return cls(z6n, *inertial, z6n if loads else None)
+
+
+def _coad_star(eta: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:  # ad*_η = −ad_ηᵀ
     return -se3.ad(eta).swapaxes(-1, -2)
 
 
+def _with_tip(hist: PyTree[Array], last: PyTree[Array]) -> PyTree[Array]:
+    """The scan's per-joint history at points 1 … n_p − 1 with the tip's value appended (point n_p)."""
+    return jax.tree.map(lambda h, l: jnp.concatenate([h, l[None]], axis=0), hist, last)
+
+
+def _sum_over_joints(rows: RNEAResult) -> RNEAResult:
+    """Σ_α of the per-joint summands of (14), (21), (27), (32)."""
+    return jax.tree.map(lambda r: jnp.sum(r, axis=0), rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# forward pass (joints α = 1 … n_p − 1)
+
+
+def _joint_terms(
+    j: Joints,
+    k: PointKinematics,
+    eta_p: Float[Array, " 6"],
+    etad_p: Float[Array, " 6"],
+    grav: Float[Array, " 6"],
+) -> JointTerms:
+    """R_α, Q_α, Y_α of joint α (20b, 20c, 26) from the App. C terms of ``j`` (C19, C20, C24) and η_α⁺, η̇_α⁺."""
+    R = se3.ad(eta_p) @ j.S + j.dS_qd  # (20b)
+    gloc = se3.Ad_inv(k.g) @ grav  # Ad⁻¹_{g_α} 𝓖
+    Q = (
+        se3.ad(etad_p) @ j.S + se3.ad(eta_p) @ R + se3.ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - se3.ad(gloc) @ j.S
+    )  # (20c), gravity sign corrected (digest §8)
+    Y = R + se3.ad(k.eta) @ j.S + j.Sd  # (26)
+    return JointTerms(R, Q, Y)
+
+
+def _forward_pass(
+    jt: Joints,
+    qd: Float[Array, " n_dof"],
+    qdd: Float[Array, " n_dof"],
+    grav: Float[Array, " 6"],
+    base: Float[Array, "4 4"],
+) -> ForwardPass:
+    """FORWARD of digest §2.2: g, η, η̇, J at every point (2a, 2b, D14, D15), and R_α, Q_α, Y_α (20b, 20c, 26) with
+    their transported sums (22a, 22b, 28b) when ``jt`` holds the App. C terms (``joints(..., derivatives=True)``)."""
+    n, dtype = qd.shape[0], qd.dtype
+    zero = jnp.zeros((6, n), dtype)
+    with_terms = jt.dS_qd is not None
+    init = PointKinematics(
+        base, jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, JointTerms(zero, zero, zero) if with_terms else None
+    )
+
+    def step(k: PointKinematics, j: Joints) -> tuple[PointKinematics, tuple[PointKinematics, JointTerms | None]]:
+        eta_p = k.eta + j.S @ qd  # η_α⁺
+        etad_p = k.etad + j.S @ qdd + j.Sd @ qd + se3.ad(k.eta) @ (j.S @ qd)  # η̇_α⁺
+        terms = _joint_terms(j, k, eta_p, etad_p, grav) if with_terms else None
+        transport = lambda X, XB: j.Ad_inv @ (X + XB)  # X^B_{α+1} = Ad⁻¹_{g_{α,α+1}}(X_α + X^B_α)
+        nxt = PointKinematics(
+            k.g @ j.step,  # (2a)
+            j.Ad_inv @ eta_p,  # η_{α+1} (D14)
+            j.Ad_inv @ etad_p,  # η̇_{α+1} (D15)
+            transport(j.S, k.J),  # (2b, 28a)
+            jax.tree.map(transport, terms, k.termsB),  # (22a, 22b, 28b)
+        )
+        return nxt, (k, terms)
+
+    last, (hist, terms) = jax.lax.scan(step, init, jt)
+    return ForwardPass(_with_tip(hist, last), terms)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# point quantities (points k = 1 … n_p)
+
+
+def _point_wrenches(
+    Mk: Float[Array, "n_p 6 6"],
+    g: Float[Array, "n_p 4 4"],
+    eta: Float[Array, "n_p 6"],
+    etad: Float[Array, "n_p 6"],
+    grav: Float[Array, " 6"],
+) -> Float[Array, "n_p 6"]:
+    """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads."""
+    Meta = jnp.einsum("kij,kj->ki", Mk, eta)
+    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(g), grav)
+    return (
+        jnp.einsum("kij,kj->ki", Mk, etad)
+        + jnp.einsum("kij,kj->ki", _coad_star(eta), Meta)
+        - jnp.einsum("kij,kj->ki", Mk, gloc)
+    )
+
+
+def _point_N(Mk: Float[Array, "n_p 6 6"], eta: Float[Array, "n_p 6"]) -> Float[Array, "n_p 6 6"]:
+    """𝓝_k = \\bar{ad}*_{𝓜_k η_k} + ad*_{η_k} 𝓜_k − 𝓜_k ad_{η_k} at every point (20a)."""
+    adeta = se3.ad(eta)
+    return -se3.adbar(jnp.einsum("kij,kj->ki", Mk, eta)) - jnp.swapaxes(adeta, -1, -2) @ Mk - Mk @ adeta
+
+
+def _point_quantities(
+    rod: Rod, kin: PointKinematics, grav: Float[Array, " 6"], loads: Loads | None, inertia: bool, level: str
+) -> PointQuantities:
+    """POINT QUANTITIES of digest §2.2: 𝓕_k (16) — its inertial and gravity part if ``inertia``, minus the external
+    wrenches — and what the backward pass of ``level`` needs: 𝓜_k, 𝓝_k (20a), ∂𝓕ext_k/∂q (55, 56)."""
+    Mk = rod.inertia.astype(grav.dtype)
+    F = _point_wrenches(Mk, kin.g, kin.eta, kin.etad, grav) if inertia else jnp.zeros((rod.n_points, 6), grav.dtype)
+    ext = external_wrenches(rod, loads, kin.g, kin.J)  # None without loads
+    if ext is not None:
+        F = F - ext[0]
+    derivatives = level == "all"
+    return PointQuantities(
+        F,
+        Mk if inertia and level != "id" else None,
+        _point_N(Mk, kin.eta) if inertia and derivatives else None,
+        ext[1] if ext is not None and derivatives else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# backward pass (joints α = n_p − 1 … 1)
+
+
+def _composite_step(
+    c: Composites, j: Joints, p: PointQuantities, J: Float[Array, "6 n_dof"]
+) -> tuple[Composites, RNEAResult]:
+    """One step of the mass-only path at joint α, from the sums at α + 1 and point α + 1: 𝓕^C_α (22c) and the summand
+    S_αᵀ𝓕^C_α of ID (14); with 𝓜_k also 𝓜^C_α (22e), W^S_α (33) and S_αᵀ(𝓜^C_α S^B_α + W^S_α) of M (32)."""
+    FC = j.coAd @ (p.F + c.FC)  # (22c)
+    if p.M is None:
+        return Composites(FC, None, None), RNEAResult(j.S.T @ FC, None, None, None)  # (14)
+    MC = j.coAd @ (p.M + c.MC) @ j.Ad_inv  # (22e)
+    W = MC @ j.S + j.coAd @ c.W  # (33)
+    return Composites(FC, MC, W), RNEAResult(j.S.T @ FC, j.S.T @ (MC @ J + W), None, None)  # (14), (32)
+
+
+def _next_points(pts: PointQuantities) -> PointQuantities:
+    """The point quantities at α + 1 for the joints α = 1 … n_p − 1."""
+    return jax.tree.map(lambda a: a[1:], pts)
+
+
+def _mass_pass(jt: Joints, fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
+    """The mass-only path (levels "id" and "mass"): the backward pass of 𝓕^C (22c) and, with 𝓜_k, 𝓜^C, W^S (22e, 33),
+    giving ID (14) and M = Σ_α S_αᵀ(𝓜^C_α S^B_α + W^S_α) (32, 34); no derivative sums."""
+    c0 = Composites.zero(jt.S.shape[-1], pts.F.dtype, inertia=pts.M is not None)
+    xs = (jt, _next_points(pts), fwd.points.J[:-1])
+    _, rows = jax.lax.scan(lambda c, x: _composite_step(c, *x), c0, xs, reverse=True)
+    return _sum_over_joints(rows)
+
+
+def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
+    """BACKWARD of digest §2.2 (level "all"): the mass-only path's 𝓕^C, 𝓜^C, W^S and the sums P^S (22g), 𝓝^C, U^S,
+    V^S (22d, 22f, 28c; with inertia) and E^S (56; with loads), giving ID (14), ∂ID/∂q (21, 55), ∂ID/∂q̇ (27) and
+    M = ∂ID/∂q̈ (32, 34)."""
+    n, dtype, order = rod.n_dof, pts.F.dtype, rod.magnus_order
+
+    def step(
+        c: tuple[Composites, DerivativeSums],
+        x: tuple[
+            Joints, PointQuantities, PointKinematics, JointTerms | None, Float[Array, "n_c 6 n_dof"], Float[Array, ""]
+        ],
+    ) -> tuple[tuple[Composites, DerivativeSums], RNEAResult]:
+        ahead, s = c  # the sums at α + 1
+        j, p, k, t, Phi_c, h = x  # joint α, point α + 1, point α (J_α = S^B_α, X^B_α), R_α, Q_α, Y_α, interval α
+        comp, row = _composite_step(ahead, j, p, k.J)
+        P = -se3.adbar(comp.FC) @ j.S + j.coAd @ s.P  # (22g)
+        acc = P  # P^S + 𝓝^C R^B + 𝓜^C Q^B + U^S − E^S of (21, 55)
+        NC = U = V = E = dqd = None
+        if p.N is not None:
+            NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
+            U = NC @ t.R + comp.MC @ t.Q + j.coAd @ s.U  # (22f)
+            V = NC @ j.S + comp.MC @ t.Y + j.coAd @ s.V  # (28c)
+            acc = acc + NC @ k.termsB.R + comp.MC @ k.termsB.Q + U
+            dqd = j.S.T @ (NC @ k.J + comp.MC @ k.termsB.Y + V)  # (27)
+        if p.dFext is not None:
+            E = j.coAd @ (p.dFext + s.E)  # (56)
+            acc = acc - E
+        w = se3.dexpT_apply(j.Omega, comp.FC)  # T ᵀ𝓕^C
+        dSTF = j.Z.T @ se3.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
+        return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
+
+    inertia = pts.N is not None
+    c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads=pts.dFext is not None))
+    k_joint = jax.tree.map(lambda a: a[:-1], fwd.points)  # point α of joint α
+    xs = (jt, _next_points(pts), k_joint, fwd.terms, rod.Phi_c, rod.h)
+    _, rows = jax.lax.scan(step, c0, xs, reverse=True)
+    return _sum_over_joints(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# ID alone, matrix-free
+
+# the carry (g_α, η_α, η̇_α) and the inputs (exp Ω̂_α, Ad⁻¹_{exp Ω̂_α}, S_α q̇, S_α q̈ + Ṡ_α q̇) of its forward pass
+_Kinematics = tuple[Float[Array, "4 4"], Float[Array, " 6"], Float[Array, " 6"]]
+_TwistRates = tuple[Float[Array, "4 4"], Float[Array, "6 6"], Float[Array, " 6"], Float[Array, " 6"]]
+
+
+def _rnea_tau(
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    qdd: Float[Array, " n_dof"],
+    grav: Float[Array, " 6"],
+) -> Float[Array, " n_dof"]:
+    """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
+    from :func:`~jaxse3.rod.magnus.magnus_rates`, and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
+    :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
+    order = rod.magnus_order
+    xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
+    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
+    S_qd = se3.dexp_apply(Om, Om_d)  # T Ω̇
+    S_acc = se3.dexp_apply(Om, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ (matrix-free)
+    step = se3.exp(Om)
+
+    def forward(carry: _Kinematics, x: _TwistRates) -> tuple[_Kinematics, _Kinematics]:
+        g, eta, etad = carry
+        step, Ai, v, acc = x
+        eta_p = eta + v
+        return (g @ step, Ai @ eta_p, Ai @ (etad + acc + se3.ad(eta) @ v)), carry
+
+    last, hist = jax.lax.scan(
+        forward,
+        (rod.base_pose.astype(q.dtype), jnp.zeros(6, q.dtype), jnp.zeros(6, q.dtype)),
+        (step, se3.Ad_inv(step), S_qd, S_acc),
+    )
+    g, eta, etad = _with_tip(hist, last)
+    F = _point_wrenches(rod.inertia.astype(q.dtype), g, eta, etad, grav)
+
+    def backward(
+        FC: Float[Array, " 6"], x: tuple[Float[Array, "6 6"], Float[Array, " 6"]]
+    ) -> tuple[Float[Array, " 6"], Float[Array, " 6"]]:
+        As, F = x
+        FC = As @ (F + FC)  # (22c)
+        return FC, FC
+
+    _, FC = jax.lax.scan(backward, jnp.zeros(6, q.dtype), (se3.coAd(step), F[1:]), reverse=True)
+    w = se3.dexpT_apply(Om, FC)
+    return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, rod.Phi_c, w, rod.h), axis=0)  # (14)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# public functions
+
+
 def rnea(
-    rod,
-    q: jax.Array,
-    qd: jax.Array,
-    qdd: jax.Array,
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"],
+    qdd: Float[Array, " n_dof"],
     loads: Loads | None = None,
     level: str = "id",
     inertia: bool = True,
@@ -85,194 +394,47 @@ def rnea(
         inertia: False drops inertia, Coriolis and gravity (only the loads term remains; used for τ's loads).
     """
     if level not in _LEVELS:
-        raise ValueError(f"rnea: 'level' must be one of {_LEVELS}, got {level!r}")
+        raise ValueError(f"rnea: 'level' must be one of {tuple(_LEVELS)}, got {level!r}")
     check_state(rod, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (jnp.asarray(a, dtype=jnp.result_type(float, a)) for a in (q, qd, qdd))
-    deriv, need_mass = level == "all", level != "id"
-    jt = joints(rod, q, qd, qdd, derivatives=deriv and inertia)
-    n, dtype = rod.n_dof, q.dtype
+    dtype = q.dtype
     grav = jnp.concatenate([jnp.zeros(3, dtype), rod.gravity.astype(dtype)])  # 𝓖 = (0, a_g)
-    zero6n = jnp.zeros((6, n), dtype)
     has_loads = loads is not None and not (loads.local is None and loads.world is None and loads.contact is None)
-    if level == "id" and inertia and not has_loads:
-        return RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
-    want_J = need_mass or has_loads
-
-    # ---------------------------------------------------------------- forward pass (joints α = 1 .. n_p − 1)
-    def forward(carry, x):
-        g, eta, etad, B = carry
-        step, Ai, S, Sd, dS_qd, dS_qdd, dSd_qd = x
-        eta_p = eta + S @ qd  # η_α⁺
-        etad_p = etad + S @ qdd + Sd @ qd + se3.ad(eta) @ (S @ qd)  # η̇_α⁺
-        out = dict(g=g, eta=eta, etad=etad, B=B)
-        newB = B
-        if want_J or (deriv and inertia):
-            parts = {"S": S}
-            if deriv and inertia:
-                gloc = se3.Ad_inv(g) @ grav  # Ad⁻¹_{g_α} 𝓖
-                R = se3.ad(eta_p) @ S + dS_qd  # (20b)
-                Q = (
-                    se3.ad(etad_p) @ S + se3.ad(eta_p) @ R + se3.ad(eta) @ dS_qd + dSd_qd + dS_qdd - se3.ad(gloc) @ S
-                )  # (20c), gravity sign corrected (digest §8)
-                Y = R + se3.ad(eta) @ S + Sd  # (26)
-                parts.update(R=R, Q=Q, Y=Y)
-                out.update(R=R, Q=Q, Y=Y)
-            newB = {k: Ai @ (parts[k] + B[k]) for k in B}  # (22a, 22b, 28a, 28b)
-        return (g @ step, Ai @ eta_p, Ai @ etad_p, newB), out
-
-    B0 = {}
-    if want_J:
-        B0["S"] = zero6n
-    if deriv and inertia:
-        B0.update(R=zero6n, Q=zero6n, Y=zero6n)
-    init = (rod.base_pose.astype(dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), B0)
-    xs = (jt.step, jt.Ad_inv, jt.S, jt.Sd, jt.dS_qd, jt.dS_qdd, jt.dSd_qd)
-    last, hist = jax.lax.scan(forward, init, xs)
-
-    def points(name, final):  # per-point history + the tip
-        return jax.tree.map(lambda h, l: jnp.concatenate([h, l[None]], axis=0), hist[name], final)
-
-    g, eta, etad = points("g", last[0]), points("eta", last[1]), points("etad", last[2])
-    XB = points("B", last[3])  # X^B at every point
-
-    # ---------------------------------------------------------------- point quantities (16), (20a)
-    Mk = rod.inertia.astype(dtype)
-    F = _point_wrenches(Mk, g, eta, etad, grav) if inertia else jnp.zeros((rod.n_points, 6), dtype)
-    ext = external_wrenches(rod, loads, g, XB["S"]) if has_loads else None
-    dFext = None
-    if ext is not None:
-        F = F - ext[0]
-        dFext = ext[1] if deriv else None
-    Nk = None
-    if deriv and inertia:
-        adeta = se3.ad(eta)
-        Nk = -se3.adbar(jnp.einsum("kij,kj->ki", Mk, eta)) - jnp.swapaxes(adeta, -1, -2) @ Mk - Mk @ adeta
-
-    # ---------------------------------------------------------------- backward pass (α = n_p − 1 .. 1)
-    def backward(carry, x):
-        c = carry
-        As, Ai, S, Om, Z, Phi_c, h, pt, jq, bq = x
-        out = {}
-        FC = As @ (pt["F"] + c["FC"])  # (22c)
-        out["tau"] = S.T @ FC  # (14)
-        new = {"FC": FC}
-        if need_mass and inertia:
-            MC = As @ (pt["M"] + c["MC"]) @ Ai  # (22e)
-            W = MC @ S + As @ c["W"]  # (33)
-            out["M"] = S.T @ (MC @ bq["S"] + W)  # (32)
-            new.update(MC=MC, W=W)
-        if deriv:
-            P = -se3.adbar(FC) @ S + As @ c["P"]  # (22g)
-            acc = P
-            if inertia:
-                NC = As @ (pt["N"] + c["NC"]) @ Ai  # (22d)
-                U = NC @ jq["R"] + MC @ jq["Q"] + As @ c["U"]  # (22f)
-                V = NC @ S + MC @ jq["Y"] + As @ c["V"]  # (28c)
-                acc = acc + NC @ bq["R"] + MC @ bq["Q"] + U
-                out["dqd"] = S.T @ (NC @ bq["S"] + MC @ bq["Y"] + V)  # (27)
-                new.update(NC=NC, U=U, V=V)
-            if dFext is not None:
-                E = As @ (pt["dF"] + c["E"])  # (56)
-                acc = acc - E
-                new["E"] = E
-            w = se3.dexpT_apply(Om, FC)  # T ᵀ𝓕^C
-            dSTF = Z.T @ se3.dexpT_jac(Om, FC) @ Z + magnus_dZT(Phi_c, w, h, rod.magnus_order)  # (C29)
-            out["dq"] = dSTF + S.T @ acc  # (21, 55)
-            new["P"] = P
-        return new, out
-
-    c0 = {"FC": jnp.zeros(6, dtype)}
-    if need_mass and inertia:
-        c0.update(MC=jnp.zeros((6, 6), dtype), W=zero6n)
-    if deriv:
-        c0["P"] = zero6n
-        if inertia:
-            c0.update(NC=jnp.zeros((6, 6), dtype), U=zero6n, V=zero6n)
-        if dFext is not None:
-            c0["E"] = zero6n
-    pt = {"F": F[1:]}
-    if need_mass and inertia:
-        pt["M"] = Mk[1:]
-    if Nk is not None:
-        pt["N"] = Nk[1:]
-    if dFext is not None:
-        pt["dF"] = dFext[1:]
-    jq = {k: hist[k] for k in ("R", "Q", "Y") if k in hist}
-    bq = {k: v[:-1] for k, v in XB.items()}
-    xs = (jt.coAd, jt.Ad_inv, jt.S, jt.Omega, jt.Z, rod.Phi_c, rod.h, pt, jq, bq)
-    _, outs = jax.lax.scan(backward, c0, xs, reverse=True)
-    tot = {k: jnp.sum(v, axis=0) for k, v in outs.items()}
-    zeros = jnp.zeros((n, n), dtype)
-    M = tot.get("M", zeros) if need_mass else None
-    return RNEAResult(tot["tau"], M, tot.get("dq", zeros) if deriv else None, tot.get("dqd", zeros) if deriv else None)
-
-
-def _point_wrenches(Mk, g, eta, etad, grav):
-    """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads."""
-    Meta = jnp.einsum("kij,kj->ki", Mk, eta)
-    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(g), grav)
-    return (
-        jnp.einsum("kij,kj->ki", Mk, etad)
-        + jnp.einsum("kij,kj->ki", _coad_star(eta), Meta)
-        - jnp.einsum("kij,kj->ki", Mk, gloc)
-    )
-
-
-def _rnea_tau(rod, q, qd, qdd, grav):
-    """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
-    from :func:`~jaxse3.rod.magnus.magnus_rates`, and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
-    :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
-    order = rod.magnus_order
-    xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
-    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
-    S_qd = se3.dexp_apply(Om, Om_d)  # T Ω̇
-    S_acc = se3.dexp_apply(Om, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ (matrix-free)
-    step = se3.exp(Om)
-
-    def forward(carry, x):
-        g, eta, etad = carry
-        step, Ai, v, acc = x
-        eta_p = eta + v
-        return (g @ step, Ai @ eta_p, Ai @ (etad + acc + se3.ad(eta) @ v)), carry
-
-    last, hist = jax.lax.scan(
-        forward,
-        (rod.base_pose.astype(q.dtype), jnp.zeros(6, q.dtype), jnp.zeros(6, q.dtype)),
-        (step, se3.Ad_inv(step), S_qd, S_acc),
-    )
-    g, eta, etad = (jnp.concatenate([h, l[None]], axis=0) for h, l in zip(hist, last))
-    F = _point_wrenches(rod.inertia.astype(q.dtype), g, eta, etad, grav)
-
-    def backward(FC, x):
-        As, F = x
-        FC = As @ (F + FC)  # (22c)
-        return FC, FC
-
-    _, FC = jax.lax.scan(backward, jnp.zeros(6, q.dtype), (se3.coAd(step), F[1:]), reverse=True)
-    w = se3.dexpT_apply(Om, FC)
-    return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, rod.Phi_c, w, rod.h), axis=0)  # (14)
+    if not (inertia or has_loads):  # no wrench acts on the rod: ID and its derivatives vanish
+        r = RNEAResult(jnp.zeros(rod.n_dof, dtype), None, None, None)
+    elif level == "id" and not has_loads:
+        r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
+    else:
+        jt = joints(rod, q, qd, qdd, derivatives=level == "all" and inertia)
+        fwd = _forward_pass(jt, qd, qdd, grav, rod.base_pose.astype(dtype))
+        pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level)
+        r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(jt, fwd, pts)
+    zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced
+    return r._replace(**{name: zero for name in _LEVELS[level] if getattr(r, name) is None})
 
 
 def inverse_dynamics_derivatives(
-    rod, q: jax.Array, qd: jax.Array, qdd: jax.Array
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], qdd: Float[Array, " n_dof"]
+) -> tuple[Float[Array, "n_dof n_dof"], Float[Array, "n_dof n_dof"], Float[Array, "n_dof n_dof"]]:
     """(∂ID/∂q, ∂ID/∂q̇, ∂ID/∂q̈ = M), each (n_dof, n_dof), in one forward and one backward pass (eqs. (23), (29),
     (34))."""
     r = rnea(rod, q, qd, qdd, level="all")
     return r.dq, r.dqd, r.M
 
 
-def mass_matrix(rod, q: jax.Array) -> jax.Array:
+def mass_matrix(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_dof n_dof"]:
     """M(q) = ∂ID/∂q̈ (eq. (34)), symmetric positive definite, (n_dof, n_dof)."""
     z = jnp.zeros_like(jnp.asarray(q, dtype=jnp.result_type(float, q)))
     return rnea(rod, q, z, z, level="mass").M
 
 
-def _id_plain(rod, q, qd, qdd):
+def _id_plain(
+    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], qdd: Float[Array, " n_dof"]
+) -> Float[Array, " n_dof"]:
     return rnea(rod, q, qd, qdd).tau
 
 
-def _id_jvp(primals, tangents):
+def _id_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"], Float[Array, " n_dof"]]:
     rod, q, qd, qdd = primals
     _, dq, dqd, dqdd = tangents
     r = rnea(rod, q, qd, qdd, level="all")
@@ -283,7 +445,9 @@ def _id_jvp(primals, tangents):
 _id = custom_rule("inverse_dynamics", _id_plain, _id_jvp)
 
 
-def inverse_dynamics(rod, q: jax.Array, qd: jax.Array, qdd: jax.Array) -> jax.Array:
+def inverse_dynamics(
+    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], qdd: Float[Array, " n_dof"]
+) -> Float[Array, " n_dof"]:
     """ID(q, q̇, q̈) = M(q) q̈ − F(q, q̇) (seed 003 eqs. (8), (14)–(16)), with gravity; (n_dof,).
 
     F holds Coriolis/centrifugal and gravity terms (not the external loads: those are in τ). Carries a custom_jvp
