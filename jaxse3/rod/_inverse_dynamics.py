@@ -170,16 +170,11 @@ def _joint_terms(
     return JointTerms(R, Q, Y)
 
 
-def _forward_pass(
-    jt: Joints,
-    qd: Float[Array, " n_dof"],
-    qdd: Float[Array, " n_dof"],
-    grav: Float[Array, " 6"],
-    base: Float[Array, "4 4"],
-) -> ForwardPass:
+def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"]) -> ForwardPass:
     """FORWARD of digest §2.2: g, η, η̇, J at every point (2a, 2b, D14, D15), and R_α, Q_α, Y_α (20b, 20c, 26) with
-    their transported sums (22a, 22b, 28b) when ``jt`` holds the App. C terms (``joints(..., derivatives=True)``)."""
-    n, dtype = qd.shape[0], qd.dtype
+    their transported sums (22a, 22b, 28b) when ``jt`` holds the App. C terms (``joints(..., derivatives=True)``).
+    The twists advance by the vectors S q̇ and S q̈ + Ṡ q̇ of ``jt`` (no Ṡ matrix is needed for them)."""
+    n, dtype = jt.S.shape[-1], jt.S.dtype
     zero = jnp.zeros((6, n), dtype)
     with_terms = jt.dS_qd is not None
     init = PointKinematics(
@@ -187,8 +182,8 @@ def _forward_pass(
     )
 
     def step(k: PointKinematics, j: Joints) -> tuple[PointKinematics, tuple[PointKinematics, JointTerms | None]]:
-        eta_p = k.eta + j.S @ qd  # η_α⁺
-        etad_p = k.etad + j.S @ qdd + j.Sd @ qd + se3.ad(k.eta) @ (j.S @ qd)  # η̇_α⁺
+        eta_p = k.eta + j.S_qd  # η_α⁺
+        etad_p = k.etad + j.S_acc + se3.ad(k.eta) @ j.S_qd  # η̇_α⁺
         terms = _joint_terms(j, k, eta_p, etad_p, grav) if with_terms else None
         transport = lambda X, XB: j.Ad_inv @ (X + XB)  # X^B_{α+1} = Ad⁻¹_{g_{α,α+1}}(X_α + X^B_α)
         nxt = PointKinematics(
@@ -406,7 +401,7 @@ def rnea(
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
     else:
         jt = joints(rod, q, qd, qdd, derivatives=level == "all" and inertia)
-        fwd = _forward_pass(jt, qd, qdd, grav, rod.base_pose.astype(dtype))
+        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype))
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level)
         r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(jt, fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
-from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_Z
+from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_rates, magnus_Z
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -106,6 +106,8 @@ class Joints(NamedTuple):
     Ad_inv: jax.Array  # Ad⁻¹_{g_{α,α+1}} (6, 6)
     coAd: jax.Array  # Ad*_{g_{α,α+1}}: wrench from frame α+1 to α (6, 6)
     S: jax.Array  # S_α (6, n)
+    S_qd: jax.Array | None  # S_α q̇ = T Ω̇ (6,)
+    S_acc: jax.Array | None  # S_α q̈ + Ṡ_α q̇ = T Ω̈ + Ṫ Ω̇ (6,), without forming Ṡ_α
     Sd: jax.Array | None  # Ṡ_α (6, n)
     dS_qd: jax.Array | None  # (∂S/∂q) q̇ (6, n)          (C19)
     dS_qdd: jax.Array | None  # (∂S/∂q) q̈ (6, n)         (C20)
@@ -118,17 +120,28 @@ def joints(
     qd: Float[Array, " n_dof"] | None = None,
     qdd: Float[Array, " n_dof"] | None = None,
     derivatives: bool = False,
+    rate_matrix: bool = False,
 ) -> Joints:
-    """Joint quantities of every joint, vectorised over joints. ``qd`` gives Ṡ; ``derivatives`` the App. C terms."""
+    """Joint quantities of every joint, vectorised over joints.
+
+    ``qd`` gives the vectors S q̇ and S q̈ + Ṡ q̇ (``qdd`` default zero) from Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇
+    (:func:`~jaxse3.rod.magnus.magnus_rates`), the matrix Ṡ (C21) only when ``rate_matrix`` or ``derivatives`` asks
+    for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms.
+    """
     order = rod.magnus_order
     Om, Z = joint_twists(rod, q)
+    with_Sd = rate_matrix or derivatives
 
-    def one(Om, Z, Phi_c, h):
+    def one(Om, Z, Phi_c, xi_star_c, h):
         T = se3.dexp(Om)
         S = T @ Z
-        out = dict(Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
+        out = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
         if qd is not None:
-            a = Z @ qd  # Ω̇ (C6)
+            acc = jnp.zeros_like(qd) if qdd is None else qdd
+            _, a, b = magnus_rates(Phi_c @ q + xi_star_c, Phi_c @ qd, Phi_c @ acc, h, order)  # Ω̇, Ω̈ (C6, C8)
+            out["S_qd"] = T @ a
+            out["S_acc"] = T @ b + se3.d_dexp_apply(Om, a, a)  # Ṫ Ω̇ without the matrix Ṫ
+        if qd is not None and with_Sd:
             Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
             dT = se3.d_dexp(Om, a)  # Ṫ
             out["Sd"] = dT @ Z + T @ Zd  # (C21)
@@ -139,7 +152,7 @@ def joints(
                 out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, qdd, h, order)
         return S, out
 
-    S, extra = jax.vmap(one)(Om, Z, rod.Phi_c, rod.h)
+    S, extra = jax.vmap(one)(Om, Z, rod.Phi_c, rod.xi_star_c, rod.h)
     step = se3.exp(Om)
     return Joints(Om, Z, step, se3.Ad_inv(step), se3.coAd(step), S, **extra)
 
@@ -157,7 +170,7 @@ def differential_kinematics(
     Returns ``(g, J, eta, J_dot)`` of shapes (n_p, 4, 4), (n_p, 6, n), (n_p, 6), (n_p, 6, n).
     """
     check_state(rod, q=q, qd=qd)
-    jt = joints(rod, q, qd)
+    jt = joints(rod, q, qd, rate_matrix=True)
     n = rod.n_dof
     zero = (rod.base_pose, jnp.zeros((6, n), q.dtype), jnp.zeros((6, n), q.dtype))
 

@@ -73,7 +73,7 @@ def test_magnus_Z_and_its_derivatives_are_the_q_derivatives(order):
 def _joint_terms_and_oracles(rod, q, qd, qdd):
     jt = joints(rod, q, qd, qdd, derivatives=True)
     S = lambda q: joints(rod, q).S
-    Sd = lambda q: joints(rod, q, qd).Sd
+    Sd = lambda q: joints(rod, q, qd, rate_matrix=True).Sd
     got = (jt.dS_qd, jt.dS_qdd, jt.dSd_qd, jt.Sd)
     want = (
         jax.jacfwd(lambda q: S(q) @ qd)(q),
@@ -92,6 +92,20 @@ def test_joint_derivative_terms_C19_C20_C24():
         for a, b in zip(got, want):
             assert bool(jnp.all(jnp.isfinite(a)))
             assert relative_error(a, b) < 1e-12
+
+
+@pytest.mark.parametrize("order", [4, 2])
+def test_matrix_free_joint_rates(order):
+    """S q̇ and S q̈ + Ṡ q̇ from Ω̇, Ω̈ without the matrix Ṡ equal the products with S and with Ṡ (C21), which is the
+    time derivative of S along q̇ (autodiff oracle), at a random and at the straight configuration."""
+    rod = small_rod(order)
+    q, qd, qdd, _ = random_state(rod, 3)
+    for qq in (q, jnp.zeros_like(q)):
+        jt = joints(rod, qq, qd, qdd)
+        assert jt.Sd is None
+        S, Sd = joints(rod, qq).S, jax.jvp(lambda x: joints(rod, x).S, (qq,), (qd,))[1]
+        assert relative_error(jt.S_qd, S @ qd) < 1e-13
+        assert relative_error(jt.S_acc, S @ qdd + Sd @ qd) < 1e-12
 
 
 @pytest.mark.parametrize("order", [4, 2])
