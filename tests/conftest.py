@@ -1,6 +1,16 @@
-"""Tests run in float64; float32 tests request it explicitly with arrays of that dtype."""
+"""Tests run in float64; float32 tests request it explicitly with arrays of that dtype.
 
-import jax
+The in-process tests run without jaxse3's persistent compilation cache (``JAXSE3_CACHE=0`` unless the caller sets it):
+jaxlib 0.10.2 can crash the process, rarely and at random, while it deserialises a cached XLA:CPU executable (seen
+once or twice in a full run over a warm cache, never with the cache off), and a test must not depend on what an
+earlier run left on the machine. Tests of the cache itself give it a folder of their own.
+"""
+
+import os
+
+os.environ.setdefault("JAXSE3_CACHE", "0")  # before anything imports jaxse3 (which reads it once)
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
