@@ -8,7 +8,7 @@ All functions here act on single (unbatched) vectors; batching is done by :func:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -38,6 +38,58 @@ def _adbar6(U: jnp.ndarray) -> jnp.ndarray:
     return jnp.block([[ut, vt], [vt, jnp.zeros_like(ut)]])
 
 
+def nonzero(c: float | jnp.ndarray) -> bool:
+    """False only for a coefficient that is an exact Python zero (its term is skipped at trace time)."""
+    return not (isinstance(c, (int, float)) and c == 0)
+
+
+def cross(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """a × b = ã b for (3,) vectors, elementwise (no 3×3 matrix is formed)."""
+    return jnp.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _ad6_apply(X: jnp.ndarray, Z: jnp.ndarray) -> jnp.ndarray:
+    """ad_X Z = (x × z₁, y × z₁ + x × z₂) by cross products (3 instead of a 6×6 matrix–vector product)."""
+    x, y, z1, z2 = X[:3], X[3:], Z[:3], Z[3:]
+    return jnp.concatenate([cross(x, z1), cross(y, z1) + cross(x, z2)])
+
+
+def _ad6T_apply(X: jnp.ndarray, W: jnp.ndarray) -> jnp.ndarray:
+    """ad_Xᵀ W = (w₁ × x + w₂ × y, w₂ × x) (x̃ᵀ = −x̃)."""
+    x, y, w1, w2 = X[:3], X[3:], W[:3], W[3:]
+    return jnp.concatenate([cross(w1, x) + cross(w2, y), cross(w2, x)])
+
+
+def _poly6(X: jnp.ndarray, c: Sequence[float | jnp.ndarray]) -> jnp.ndarray:
+    """Σ_i c_i ad_X^i in 3×3 blocks: ad_X^i = [[P_i, 0], [D_i, P_i]] with P_i = x̃ P_{i−1}, D_i = ỹ P_{i−1} + x̃ D_{i−1}
+    (ad_X is block lower triangular with equal diagonal blocks), so each power costs three 3×3 products instead of one
+    6×6 product (8 blocks) and the known zero block is never multiplied."""
+    xt, yt = skew(X[:3]), skew(X[3:])
+    eye = jnp.eye(3, dtype=X.dtype)
+    P, D = xt, yt
+    top, low = c[0] * eye, None
+    for i in range(1, len(c)):
+        if i > 1:
+            P, D = xt @ P, yt @ P + xt @ D
+        if nonzero(c[i]):
+            top = top + c[i] * P
+            low = c[i] * D if low is None else low + c[i] * D
+    low = jnp.zeros_like(top) if low is None else low
+    return jnp.block([[top, jnp.zeros_like(top)], [low, top]])
+
+
+def _poly3(x: jnp.ndarray, c: Sequence[float | jnp.ndarray]) -> jnp.ndarray:
+    """Σ_i c_i x̃^i by repeated 3×3 products."""
+    xt = skew(x)
+    P = jnp.eye(3, dtype=x.dtype)
+    out = c[0] * P
+    for i in range(1, len(c)):
+        P = xt @ P if i > 1 else xt
+        if nonzero(c[i]):
+            out = out + c[i] * P
+    return out
+
+
 def _rot6(X: jnp.ndarray) -> jnp.ndarray:
     """x₀ = (x, 0) ∈ R⁶: the rotation part, padded (seed 000 Lemma 4.6)."""
     return jnp.concatenate([X[:3], jnp.zeros_like(X[3:])])
@@ -53,6 +105,9 @@ class Algebra:
     adbar: Callable[[jnp.ndarray], jnp.ndarray]
     rot: Callable[[jnp.ndarray], jnp.ndarray]  # x₀: the rotation part embedded in the algebra's coordinates
     rot_projector: Callable[[jnp.ndarray], jnp.ndarray]  # I₀ = ∂x₀/∂X (dtype taken from the argument)
+    ad_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, Z) ↦ ad_X Z, structured
+    adT_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, W) ↦ ad_Xᵀ W, structured
+    poly: Callable[[jnp.ndarray, Sequence], jnp.ndarray]  # (X, c) ↦ Σ_i c_i ad_X^i, structured
 
     def angle2(self, X: jnp.ndarray) -> jnp.ndarray:
         """t = φ² = ‖x‖², the only quantity the coefficients depend on."""
@@ -68,6 +123,9 @@ SO3 = Algebra(
     adbar=skew,
     rot=lambda x: x,
     rot_projector=lambda x: jnp.eye(3, dtype=x.dtype),
+    ad_apply=cross,
+    adT_apply=lambda x, w: cross(w, x),
+    poly=_poly3,
 )
 
 SE3 = Algebra(
@@ -77,4 +135,7 @@ SE3 = Algebra(
     adbar=_adbar6,
     rot=_rot6,
     rot_projector=lambda X: jnp.diag(jnp.array([1, 1, 1, 0, 0, 0], dtype=X.dtype)),
+    ad_apply=_ad6_apply,
+    adT_apply=_ad6T_apply,
+    poly=_poly6,
 )

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxse3.lie._algebra import Algebra
+from jaxse3.lie._algebra import Algebra, nonzero
 
 Scalar = float | jnp.ndarray
 
@@ -40,8 +40,7 @@ class Poly(NamedTuple):
     cbrev: Sequence[Scalar]
 
 
-def _nz(c: Scalar) -> bool:
-    return not (isinstance(c, (int, float)) and c == 0)
+_nz = nonzero
 
 
 def _outer(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
@@ -62,14 +61,7 @@ def _or_zeros(total, shape, dtype):
 
 def value(alg: Algebra, X: jnp.ndarray, p: Poly) -> jnp.ndarray:
     """F(X) = Σ c_i ad_X^i (seed 000 eqs. (21), (22))."""
-    A = alg.ad(X)
-    P = jnp.eye(alg.dim, dtype=X.dtype)
-    out = p.c[0] * P
-    for i in range(1, len(p.c)):
-        P = A @ P
-        if _nz(p.c[i]):
-            out = out + p.c[i] * P
-    return out
+    return alg.poly(X, p.c)  # structured: se(3) in 3×3 blocks
 
 
 def derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.ndarray:
@@ -114,12 +106,11 @@ def second_derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, S: jnp.ndarr
 
 
 def apply(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: bool = False) -> jnp.ndarray:
-    """F(X) Z (or F(X)ᵀ Z) by matrix-vector products only."""
-    A = alg.ad(X)
-    A = A.T if transpose else A
+    """F(X) Z (or F(X)ᵀ Z) by the algebra's structured ad action only (no matrix is formed)."""
+    act = alg.adT_apply if transpose else alg.ad_apply
     out = p.c[0] * Z
     for i in range(1, len(p.c)):
-        Z = A @ Z
+        Z = act(X, Z)
         if _nz(p.c[i]):
             out = out + p.c[i] * Z
     return out
@@ -131,12 +122,12 @@ def apply_derivative(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, U: jnp.ndarra
     With ``Z_i = A^i Z`` (A = ad_X) and C = ad_U: ``D_U Z_i = C Z_{i−1} + A D_U Z_{i−1}`` (the Jacobian recursion of
     :func:`_jac_parts` applied to U), and the coefficients' derivatives enter through ``x₀ᵀ U`` (eq. (36)).
     """
-    A, C = alg.ad(X), alg.ad(U)
+    ad = alg.ad_apply
     Zi, dZi = Z, None
     out = w = None
     for i in range(1, len(p.c)):
-        dZi = C @ Zi if dZi is None else C @ Zi + A @ dZi
-        Zi = A @ Zi
+        dZi = ad(U, Zi) if dZi is None else ad(U, Zi) + ad(X, dZi)
+        Zi = ad(X, Zi)
         if _nz(p.c[i]):
             out = _acc(out, p.c[i] * dZi)
         if _nz(p.cbar[i]):
