@@ -15,7 +15,8 @@ Seed 003 §4 and App. C/D, following the verified pseudocode of digest 003 §2.2
   ∂ID/∂q̇ = Σ_α S_αᵀ(𝓝^C S^B + 𝓜^C Y^B + V^S)                                                    (27)
   ∂ID/∂q̈ = Σ_α S_αᵀ(𝓜^C S^B + W^S) = M(q)                                                      (32, 34)
 
-  and, below ``level="all"``, the mass-only path (:func:`_mass_pass`): 𝓕^C, 𝓜^C and W^S alone, for ID and M.
+  and, below ``level="all"``, the mass-only path (:func:`_mass_pass`): ID = Σ_k J_kᵀ𝓕_k and M = Σ_k J_kᵀ𝓜_k J_k
+  over the points, from the forward pass's body Jacobians (the same sums, without a backward pass).
 
 Here ad*_V = −ad_Vᵀ and \\bar{ad}*_V = −``se3.adbar(V)``. ID(q, q̇, q̈) = M q̈ − F(q, q̇) (eq. (8)) contains inertia,
 Coriolis/centrifugal terms and gravity; external loads (:class:`~jaxse3.rod.forces.Loads`) enter the same recursion
@@ -104,8 +105,7 @@ class PointQuantities(NamedTuple):
 
 
 class Composites(NamedTuple):
-    """The sums of ID and M at joint α (all zero past the tip): the mass-only path's carry, and part of the backward
-    pass's."""
+    """The sums of ID and M at joint α (all zero past the tip): part of the backward pass's carry."""
 
     FC: Float[Array, " 6"]  # 𝓕^C_α, composite wrench (22c)
     MC: Float[Array, "6 6"] | None  # 𝓜^C_α, composite inertia (22e); None without 𝓜_k
@@ -252,8 +252,9 @@ def _point_quantities(
 def _composite_step(
     c: Composites, j: Joints, p: PointQuantities, J: Float[Array, "6 n_dof"]
 ) -> tuple[Composites, RNEAResult]:
-    """One step of the mass-only path at joint α, from the sums at α + 1 and point α + 1: 𝓕^C_α (22c) and the summand
-    S_αᵀ𝓕^C_α of ID (14); with 𝓜_k also 𝓜^C_α (22e), W^S_α (33) and S_αᵀ(𝓜^C_α S^B_α + W^S_α) of M (32)."""
+    """The composite part of one backward step at joint α, from the sums at α + 1 and point α + 1: 𝓕^C_α (22c) and
+    the summand S_αᵀ𝓕^C_α of ID (14); with 𝓜_k also 𝓜^C_α (22e), W^S_α (33) and S_αᵀ(𝓜^C_α S^B_α + W^S_α) of M
+    (32)."""
     FC = j.coAd @ (p.F + c.FC)  # (22c)
     if p.M is None:
         return Composites(FC, None, None), RNEAResult(j.S.T @ FC, None, None, None)  # (14)
@@ -267,13 +268,18 @@ def _next_points(pts: PointQuantities) -> PointQuantities:
     return jax.tree.map(lambda a: a[1:], pts)
 
 
-def _mass_pass(jt: Joints, fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
-    """The mass-only path (levels "id" and "mass"): the backward pass of 𝓕^C (22c) and, with 𝓜_k, 𝓜^C, W^S (22e, 33),
-    giving ID (14) and M = Σ_α S_αᵀ(𝓜^C_α S^B_α + W^S_α) (32, 34); no derivative sums."""
-    c0 = Composites.zero(jt.S.shape[-1], pts.F.dtype, inertia=pts.M is not None)
-    xs = (jt, _next_points(pts), fwd.points.J[:-1])
-    _, rows = jax.lax.scan(lambda c, x: _composite_step(c, *x), c0, xs, reverse=True)
-    return _sum_over_joints(rows)
+def _mass_pass(fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
+    """The mass-only path (levels "id" and "mass") in Jacobian form: ID = Σ_k J_kᵀ𝓕_k and M = Σ_k J_kᵀ𝓜_k J_k over the
+    points, from the body Jacobians of the forward pass. Both equal the composite sums Σ_α S_αᵀ𝓕^C_α (14) and
+    Σ_α S_αᵀ(𝓜^C_α S^B_α + W^S_α) (32, 34) — transport each point's wrench back joint by joint, or each joint's motion
+    forward to the point — but need no backward pass: two contractions over the points instead of a sequential
+    recursion with 6×6 composite inertias."""
+    J = fwd.points.J  # (n_p, 6, n); J_1 = 0 at the base
+    tau = jnp.einsum("kin,ki->n", J, pts.F)  # (14)
+    if pts.M is None:
+        return RNEAResult(tau, None, None, None)
+    MJ = jnp.einsum("kij,kjn->kin", pts.M, J)
+    return RNEAResult(tau, jnp.einsum("kin,kim->nm", J, MJ), None, None)  # (32, 34)
 
 
 def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
@@ -403,7 +409,7 @@ def rnea(
         jt = joints(rod, q, qd, qdd, derivatives=level == "all" and inertia)
         fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype))
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level)
-        r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(jt, fwd, pts)
+        r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced
     return r._replace(**{name: zero for name in _LEVELS[level] if getattr(r, name) is None})
 
