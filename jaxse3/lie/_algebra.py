@@ -60,6 +60,74 @@ def _ad6T_apply(X: jnp.ndarray, W: jnp.ndarray) -> jnp.ndarray:
     return jnp.concatenate([cross(w1, x) + cross(w2, y), cross(w2, x)])
 
 
+class AdForm:
+    """A 6×6 matrix of the form [[a, 0], [b, a]] (3×3 blocks a, b), as every polynomial in ad_X and ad_U on se(3) is.
+
+    Products of such matrices stay in the form and cost three 3×3 products instead of a dense 6×6 one
+    ((a, b)(c, d) = (ac, bc + ad)); applied to a vector Z = (z₁, z₂) it gives (a z₁, b z₁ + a z₂). The ad-polynomial
+    recursions of :mod:`jaxse3.lie.adpoly` run unchanged on it (``@``, ``+``, ``−``, scalar ``*``); anything else
+    (a dense matrix, ``.T``) falls back to :meth:`dense`. Internal to a function: never passed across ``jit``.
+    """
+
+    __slots__ = ("a", "b")
+    __array_priority__ = 100  # so that `dense_matrix @ form` reaches __rmatmul__
+
+    def __init__(self, a: jnp.ndarray, b: jnp.ndarray):
+        self.a, self.b = a, b
+
+    shape = (6, 6)
+
+    @property
+    def dtype(self) -> jnp.dtype:
+        return self.a.dtype
+
+    def dense(self) -> jnp.ndarray:
+        return jnp.block([[self.a, jnp.zeros_like(self.a)], [self.b, self.a]])
+
+    @property
+    def T(self) -> jnp.ndarray:
+        return self.dense().T
+
+    def __matmul__(self, other):
+        if isinstance(other, AdForm):
+            return AdForm(self.a @ other.a, self.b @ other.a + self.a @ other.b)
+        top, low = other[:3], other[3:]
+        return jnp.concatenate([self.a @ top, self.b @ top + self.a @ low])
+
+    def __rmatmul__(self, other):
+        return other @ self.dense()
+
+    def __add__(self, other):
+        if isinstance(other, AdForm):
+            return AdForm(self.a + other.a, self.b + other.b)
+        if isinstance(other, (int, float)) and other == 0:
+            return self
+        return self.dense() + other
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __neg__(self):
+        return AdForm(-self.a, -self.b)
+
+    def __mul__(self, c):  # by a scalar
+        return AdForm(c * self.a, c * self.b)
+
+    __rmul__ = __mul__
+
+
+def dense(m: AdForm | jnp.ndarray) -> jnp.ndarray:
+    """``m`` as a dense array (an :class:`AdForm` expanded, anything else unchanged)."""
+    return m.dense() if isinstance(m, AdForm) else m
+
+
+def _ad6_form(X: jnp.ndarray) -> AdForm:
+    """ad_X as an :class:`AdForm`: (x̃, ỹ)."""
+    return AdForm(skew(X[:3]), skew(X[3:]))
+
+
 def _poly6(X: jnp.ndarray, c: Sequence[float | jnp.ndarray]) -> jnp.ndarray:
     """Σ_i c_i ad_X^i in 3×3 blocks: ad_X^i = [[P_i, 0], [D_i, P_i]] with P_i = x̃ P_{i−1}, D_i = ỹ P_{i−1} + x̃ D_{i−1}
     (ad_X is block lower triangular with equal diagonal blocks), so each power costs three 3×3 products instead of one
@@ -105,6 +173,7 @@ class Algebra:
     adbar: Callable[[jnp.ndarray], jnp.ndarray]
     rot: Callable[[jnp.ndarray], jnp.ndarray]  # x₀: the rotation part embedded in the algebra's coordinates
     rot_projector: Callable[[jnp.ndarray], jnp.ndarray]  # I₀ = ∂x₀/∂X (dtype taken from the argument)
+    ad_form: Callable  # ad_X in the structured form the recursions multiply (se(3): AdForm; so(3): x̃)
     ad_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, Z) ↦ ad_X Z, structured
     adT_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, W) ↦ ad_Xᵀ W, structured
     poly: Callable[[jnp.ndarray, Sequence], jnp.ndarray]  # (X, c) ↦ Σ_i c_i ad_X^i, structured
@@ -123,6 +192,7 @@ SO3 = Algebra(
     adbar=skew,
     rot=lambda x: x,
     rot_projector=lambda x: jnp.eye(3, dtype=x.dtype),
+    ad_form=skew,
     ad_apply=cross,
     adT_apply=lambda x, w: cross(w, x),
     poly=_poly3,
@@ -135,6 +205,7 @@ SE3 = Algebra(
     adbar=_adbar6,
     rot=_rot6,
     rot_projector=lambda X: jnp.diag(jnp.array([1, 1, 1, 0, 0, 0], dtype=X.dtype)),
+    ad_form=_ad6_form,
     ad_apply=_ad6_apply,
     adT_apply=_ad6T_apply,
     poly=_poly6,

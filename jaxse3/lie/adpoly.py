@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxse3.lie._algebra import Algebra, nonzero
+from jaxse3.lie._algebra import Algebra, dense, nonzero
 
 Scalar = float | jnp.ndarray
 
@@ -66,7 +66,7 @@ def value(alg: Algebra, X: jnp.ndarray, p: Poly) -> jnp.ndarray:
 
 def derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.ndarray:
     """(D_X F)(U) = Σ c_i DP_i(U) + ξ Σ c̄_i P_i, ξ = x₀ᵀU (seed 000 eqs. (28), (29))."""
-    A, B = alg.ad(X), alg.ad(U)
+    A, B = alg.ad_form(X), alg.ad_form(U)
     xi = jnp.dot(alg.rot(X), U)
     P = jnp.eye(alg.dim, dtype=X.dtype)
     DP = None
@@ -78,12 +78,12 @@ def derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.nda
             out = _acc(out, p.c[i] * DP)
         if _nz(p.cbar[i]):
             out = _acc(out, (xi * p.cbar[i]) * P)
-    return _or_zeros(out, P.shape, P.dtype)
+    return dense(_or_zeros(out, P.shape, P.dtype))
 
 
 def second_derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, S: jnp.ndarray, p: Poly) -> jnp.ndarray:
     """(D²_X F)(U)(S), symmetric in U and S (seed 000 eqs. (40)–(46))."""
-    A, B, C = alg.ad(X), alg.ad(U), alg.ad(S)
+    A, B, C = alg.ad_form(X), alg.ad_form(U), alg.ad_form(S)
     x0 = alg.rot(X)
     xi_u, xi_s, sigma = jnp.dot(x0, U), jnp.dot(x0, S), jnp.dot(alg.rot(S), U)
     P = jnp.eye(alg.dim, dtype=X.dtype)
@@ -102,7 +102,7 @@ def second_derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, S: jnp.ndarr
             out = _acc(out, p.cbar[i] * (sigma * P + xi_u * DPs + xi_s * DPu))
         if _nz(p.cbrev[i]):
             out = _acc(out, (p.cbrev[i] * xi_u * xi_s) * P)
-    return _or_zeros(out, P.shape, P.dtype)
+    return dense(_or_zeros(out, P.shape, P.dtype))
 
 
 def apply(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: bool = False) -> jnp.ndarray:
@@ -140,20 +140,20 @@ def _jac_parts(alg: Algebra, A: jnp.ndarray, Z: jnp.ndarray, n: int, transpose: 
     """Z_i = P_i Z and J_i with DP_i(U) Z = J_i U (or Z̄_i = P_iᵀ Z and J̄_i with DP_i(U)ᵀ Z = J̄_i U), i < n."""
     Zs = [Z]
     Js = [jnp.zeros((alg.dim, alg.dim), Z.dtype)]
-    At = A.T
+    At = A.T if transpose else None
     for i in range(1, n):
         if transpose:  # J̄_i = Aᵀ J̄_{i−1} + adbar_{Z̄_{i−1}}  (eq. (39)); J̄_0 = 0
             Js.append(alg.adbar(Zs[-1]) + (At @ Js[-1] if i > 1 else 0.0))
             Zs.append(At @ Zs[-1])
         else:  # J_i = A J_{i−1} − ad_{Z_{i−1}}  (Table 1, eq. (56)); J_0 = 0
-            Js.append(-alg.ad(Zs[-1]) + (A @ Js[-1] if i > 1 else 0.0))
+            Js.append(-alg.ad_form(Zs[-1]) + (A @ Js[-1] if i > 1 else 0.0))
             Zs.append(A @ Zs[-1])
     return Zs, Js
 
 
 def jacobian(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: bool = False) -> jnp.ndarray:
     """∂(F(X) Z)/∂X (seed 000 eqs. (36), (37)) or ∂(F(X)ᵀ Z)/∂X (eq. (39)); rows = outputs."""
-    Zs, Js = _jac_parts(alg, alg.ad(X), Z, len(p.c), transpose)
+    Zs, Js = _jac_parts(alg, alg.ad(X) if transpose else alg.ad_form(X), Z, len(p.c), transpose)
     out = None
     w = None
     for i in range(1, len(p.c)):
@@ -161,7 +161,7 @@ def jacobian(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: b
             out = _acc(out, p.c[i] * Js[i])
         if _nz(p.cbar[i]):
             w = _acc(w, p.cbar[i] * Zs[i])
-    out = _or_zeros(out, Js[0].shape, Z.dtype)
+    out = dense(_or_zeros(out, Js[0].shape, Z.dtype))
     return out if w is None else out + _outer(w, alg.rot(X))
 
 
@@ -173,18 +173,19 @@ def jacobian_derivative(
     Recursion: ``D_S J_i = C J_{i−1} + A D_S J_{i−1} − ad_{J_{i−1} S}`` (``D_S Z_i = J_i S``); for the transposed map
     ``D_S J̄_i = Cᵀ J̄_{i−1} + Aᵀ D_S J̄_{i−1} + adbar_{J̄_{i−1} S}``. Contracting with Q gives seed 000 eq. (47).
     """
-    A, C = alg.ad(X), alg.ad(S)
     if transpose:
-        A, C = A.T, C.T
+        A, C = alg.ad(X).T, alg.ad(S).T
+    else:
+        A, C = alg.ad_form(X), alg.ad_form(S)
     x0, s0 = alg.rot(X), alg.rot(S)
     xi_s = jnp.dot(x0, S)
-    Zs, Js = _jac_parts(alg, alg.ad(X), Z, len(p.c), transpose)
-    DJ = jnp.zeros_like(Js[0])
+    Zs, Js = _jac_parts(alg, alg.ad(X) if transpose else A, Z, len(p.c), transpose)
+    DJ = None
     out = None
     w_x = w_s = None  # vectors multiplying x₀ᵀ and s₀ᵀ
     for i in range(1, len(p.c)):
         if i >= 2:
-            corr = alg.adbar(Js[i - 1] @ S) if transpose else -alg.ad(Js[i - 1] @ S)
+            corr = alg.adbar(Js[i - 1] @ S) if transpose else -alg.ad_form(Js[i - 1] @ S)
             DJ = C @ Js[i - 1] + corr + (A @ DJ if i > 2 else 0.0)  # D_S J_1 = 0
         if _nz(p.c[i]) and i >= 2:
             out = _acc(out, p.c[i] * DJ)
@@ -194,7 +195,7 @@ def jacobian_derivative(
             w_s = _acc(w_s, p.cbar[i] * Zs[i])
         if _nz(p.cbrev[i]):
             w_x = _acc(w_x, (p.cbrev[i] * xi_s) * Zs[i])
-    out = _or_zeros(out, Js[0].shape, Z.dtype)
+    out = dense(_or_zeros(out, Js[0].shape, Z.dtype))
     if w_x is not None:
         out = out + _outer(w_x, x0)
     if w_s is not None:
@@ -210,7 +211,7 @@ def hessian(alg: Algebra, X: jnp.ndarray, Q: jnp.ndarray, Z: jnp.ndarray, p: Pol
     that only N − 2 matrix products are formed.
     """
     n = len(p.c)
-    A = alg.ad(X)
+    A = alg.ad_form(X)
     x0 = alg.rot(X)
     Zs, Js = _jac_parts(alg, A, Z, n, transpose=False)
     qz = [jnp.dot(Q, z) for z in Zs]
