@@ -10,7 +10,7 @@ import os
 
 os.environ.setdefault("JAXSE3_CACHE", "0")  # before anything imports jaxse3 (which reads it once)
 
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 
