@@ -16,6 +16,7 @@ API summary (all functions jit/vmap-able; float64 recommended; n = rod.n_dof, n_
     body_jacobians(rod, q) -> (n_p, 6, n);  differential_kinematics(rod, q, qd) -> (g, J, eta, J_dot)
     inverse_dynamics(rod, q, qd, qdd) -> (n,)                    # M q̈ − F: inertia, Coriolis, gravity; custom_jvp
     inverse_dynamics_derivatives(rod, q, qd, qdd) -> (dID_dq, dID_dqd, M)
+    inverse_dynamics_at_rest(rod, q) -> ID(q, 0, 0) (n,)         # statics; custom_jvp without velocity terms
     mass_matrix(rod, q) -> (n, n)
     generalized_forces(rod, q, qd, u=None, loads=None) -> τ (n,)  # B(q)u − Kq − Dq̇ + Σ J_kᵀ 𝓕ext_k; custom_jvp
     generalized_forces_derivatives(rod, q, qd, u=None, loads=None) -> (dtau_dq, dtau_dqd)
@@ -24,7 +25,8 @@ API summary (all functions jit/vmap-able; float64 recommended; n = rod.n_dof, n_
     Loads(local=(n_p, 6) | None, world=(n_p, 6) | None, contact=CylinderContact(radius, stiffness, exponent=1.5))
     Loads.at_tip(rod, wrench, frame="world" | "local")          # physical wrenches (moment, force)
     actuation_matrix(rod, q) -> B (n, n_a)                       # u = tendon tensions, u ≥ 0 pulls
-    rnea(rod, q, qd, qdd, loads=None, level="id"|"mass"|"all")   # the one-pass core (RNEAResult)
+    rnea(rod, q, qd, qdd, loads=None, level="id"|"mass"|"all")   # the one-pass core (RNEAResult); qd = qdd = None: at
+                                                                 # rest
 
 Residuals: dynamics ``τ(q, q̇, u; loads) − ID(q, q̇, q̈) = 0``; statics ``τ(q, 0, u; loads) − ID(q, 0, 0) = 0``.
 Jacobians of the custom_jvp functions are the analytical ones (counted in ``ROD_RULE_CALLS``). Conventions: angular
@@ -42,6 +44,7 @@ from jaxse3.rod._inverse_dynamics import (
     ROD_RULE_CALLS,
     RNEAResult,
     inverse_dynamics,
+    inverse_dynamics_at_rest,
     inverse_dynamics_derivatives,
     mass_matrix,
     rnea,
@@ -103,6 +106,7 @@ __all__ = [
     "tangent_operator",
     "inverse_dynamics",
     "inverse_dynamics_derivatives",
+    "inverse_dynamics_at_rest",
     "mass_matrix",
     "rnea",
     "RNEAResult",

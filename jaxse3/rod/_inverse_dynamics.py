@@ -41,7 +41,7 @@ from jaxse3 import se3
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import Joints, check_state, joints
-from jaxse3.rod.magnus import magnus_dZT, magnus_rates, magnus_ZT_apply
+from jaxse3.rod.magnus import magnus_dZT, magnus_omega, magnus_rates, magnus_ZT_apply
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "rnea",
     "inverse_dynamics",
     "inverse_dynamics_derivatives",
+    "inverse_dynamics_at_rest",
     "mass_matrix",
     "ROD_RULE_CALLS",
 ]
@@ -71,11 +72,12 @@ class RNEAResult(NamedTuple):
 
 
 class JointTerms(NamedTuple):
-    """The App. C terms of joint α that ∂ID/∂q and ∂ID/∂q̇ need, or their transported sums X^B (same shapes)."""
+    """The App. C terms of joint α that ∂ID/∂q and ∂ID/∂q̇ need, or their transported sums X^B (same shapes). At rest
+    (q̇ = q̈ = 0) R_α and Y_α vanish (None) and Q_α is its gravity term alone."""
 
-    R: Float[Array, "... 6 n_dof"]  # R_α = ad_{η_α⁺}S_α + (∂S_α/∂q)q̇ (20b); R^B_α (22a)
+    R: Float[Array, "... 6 n_dof"] | None  # R_α = ad_{η_α⁺}S_α + (∂S_α/∂q)q̇ (20b); R^B_α (22a)
     Q: Float[Array, "... 6 n_dof"]  # Q_α (20c), gravity term −ad_{Ad⁻¹_{g_α}𝓖}S_α (digest §8); Q^B_α (22b)
-    Y: Float[Array, "... 6 n_dof"]  # Y_α = R_α + ad_{η_α}S_α + Ṡ_α (26); Y^B_α (28b)
+    Y: Float[Array, "... 6 n_dof"] | None  # Y_α = R_α + ad_{η_α}S_α + Ṡ_α (26); Y^B_α (28b)
 
 
 class PointKinematics(NamedTuple):
@@ -122,17 +124,18 @@ class DerivativeSums(NamedTuple):
     """The further sums of ∂ID/∂q and ∂ID/∂q̇ at joint α (all zero past the tip)."""
 
     P: Float[Array, "6 n_dof"]  # P^S_α (22g)
-    NC: Float[Array, "6 6"] | None  # 𝓝^C_α (22d); None without inertia
+    NC: Float[Array, "6 6"] | None  # 𝓝^C_α (22d); None without inertia or at rest
     U: Float[Array, "6 n_dof"] | None  # U^S_α (22f); None without inertia
-    V: Float[Array, "6 n_dof"] | None  # V^S_α (28c); None without inertia
+    V: Float[Array, "6 n_dof"] | None  # V^S_α (28c); None without inertia or at rest
     E: Float[Array, "6 n_dof"] | None  # E^S_α, the transported ∂𝓕ext/∂q (56); None without loads
 
     @classmethod
-    def zero(cls, n: int, dtype: DTypeLike, inertia: bool, loads: bool) -> DerivativeSums:
-        """(·)_{n_p} = 0, with 𝓝^C, U^S, V^S if ``inertia`` and E^S if ``loads``."""
+    def zero(cls, n: int, dtype: DTypeLike, inertia: bool, loads: bool, rest: bool = False) -> DerivativeSums:
+        """(·)_{n_p} = 0, with U^S if ``inertia``, 𝓝^C and V^S if ``inertia`` and not at ``rest``, E^S if ``loads``."""
         z6n = jnp.zeros((6, n), dtype)
-        inertial = (jnp.zeros((6, 6), dtype), z6n, z6n) if inertia else (None,) * 3
-        return cls(z6n, *inertial, z6n if loads else None)
+        moving = inertia and not rest
+        NC, V = (jnp.zeros((6, 6), dtype), z6n) if moving else (None, None)
+        return cls(z6n, NC, z6n if inertia else None, V, z6n if loads else None)
 
 
 def _coad_star(eta: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:  # ad*_η = −ad_ηᵀ
@@ -160,9 +163,12 @@ def _joint_terms(
     etad_p: Float[Array, " 6"],
     grav: Float[Array, " 6"],
 ) -> JointTerms:
-    """R_α, Q_α, Y_α of joint α (20b, 20c, 26) from the App. C terms of ``j`` (C19, C20, C24) and η_α⁺, η̇_α⁺."""
-    R = se3.ad(eta_p) @ j.S + j.dS_qd  # (20b)
+    """R_α, Q_α, Y_α of joint α (20b, 20c, 26) from the App. C terms of ``j`` (C19, C20, C24) and η_α⁺, η̇_α⁺; at rest
+    (``j`` without App. C terms) Q_α = −ad_{Ad⁻¹_{g_α}𝓖}S_α alone."""
     gloc = se3.Ad_inv(k.g) @ grav  # Ad⁻¹_{g_α} 𝓖
+    if j.dS_qd is None:  # at rest: η = η̇ = 0 and every velocity and acceleration term vanishes
+        return JointTerms(None, -se3.ad(gloc) @ j.S, None)
+    R = se3.ad(eta_p) @ j.S + j.dS_qd  # (20b)
     Q = (
         se3.ad(etad_p) @ j.S + se3.ad(eta_p) @ R + se3.ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - se3.ad(gloc) @ j.S
     )  # (20c), gravity sign corrected (digest §8)
@@ -170,33 +176,38 @@ def _joint_terms(
     return JointTerms(R, Q, Y)
 
 
-def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"]) -> ForwardPass:
-    """FORWARD of digest §2.2: g, η, η̇, J at every point (2a, 2b, D14, D15), and R_α, Q_α, Y_α (20b, 20c, 26) with
-    their transported sums (22a, 22b, 28b) when ``jt`` holds the App. C terms (``joints(..., derivatives=True)``).
-    The twists advance by the vectors S q̇ and S q̈ + Ṡ q̇ of ``jt`` (no Ṡ matrix is needed for them)."""
+def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"], terms: bool) -> ForwardPass:
+    """FORWARD of digest §2.2: g, η, η̇, J at every point (2a, 2b, D14, D15), and with ``terms`` R_α, Q_α, Y_α (20b,
+    20c, 26) with their transported sums (22a, 22b, 28b) from the App. C terms of ``jt`` (``joints(...,
+    derivatives=True)``). The twists advance by the vectors S q̇ and S q̈ + Ṡ q̇ of ``jt`` (no Ṡ matrix is needed for
+    them); a ``jt`` without them (``joints(rod, q)``) is a rod at rest: η = η̇ = 0, and R, Y vanish."""
     n, dtype = jt.S.shape[-1], jt.S.dtype
     zero = jnp.zeros((6, n), dtype)
-    with_terms = jt.dS_qd is not None
+    rest = jt.S_qd is None
     init = PointKinematics(
-        base, jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, JointTerms(zero, zero, zero) if with_terms else None
+        base,
+        jnp.zeros(6, dtype),
+        jnp.zeros(6, dtype),
+        zero,
+        (JointTerms(None, zero, None) if rest else JointTerms(zero, zero, zero)) if terms else None,
     )
 
     def step(k: PointKinematics, j: Joints) -> tuple[PointKinematics, tuple[PointKinematics, JointTerms | None]]:
-        eta_p = k.eta + j.S_qd  # η_α⁺
-        etad_p = k.etad + j.S_acc + se3.ad(k.eta) @ j.S_qd  # η̇_α⁺
-        terms = _joint_terms(j, k, eta_p, etad_p, grav) if with_terms else None
+        eta_p = k.eta if rest else k.eta + j.S_qd  # η_α⁺
+        etad_p = k.etad if rest else k.etad + j.S_acc + se3.ad(k.eta) @ j.S_qd  # η̇_α⁺
+        joint_terms = _joint_terms(j, k, eta_p, etad_p, grav) if terms else None
         transport = lambda X, XB: j.Ad_inv @ (X + XB)  # X^B_{α+1} = Ad⁻¹_{g_{α,α+1}}(X_α + X^B_α)
         nxt = PointKinematics(
             k.g @ j.step,  # (2a)
             j.Ad_inv @ eta_p,  # η_{α+1} (D14)
             j.Ad_inv @ etad_p,  # η̇_{α+1} (D15)
             transport(j.S, k.J),  # (2b, 28a)
-            jax.tree.map(transport, terms, k.termsB),  # (22a, 22b, 28b)
+            jax.tree.map(transport, joint_terms, k.termsB),  # (22a, 22b, 28b)
         )
-        return nxt, (k, terms)
+        return nxt, (k, joint_terms)
 
-    last, (hist, terms) = jax.lax.scan(step, init, jt)
-    return ForwardPass(_with_tip(hist, last), terms)
+    last, (hist, joint_terms) = jax.lax.scan(step, init, jt)
+    return ForwardPass(_with_tip(hist, last), joint_terms)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -227,10 +238,17 @@ def _point_N(Mk: Float[Array, "n_p 6 6"], eta: Float[Array, "n_p 6"]) -> Float[A
 
 
 def _point_quantities(
-    rod: Rod, kin: PointKinematics, grav: Float[Array, " 6"], loads: Loads | None, inertia: bool, level: str
+    rod: Rod,
+    kin: PointKinematics,
+    grav: Float[Array, " 6"],
+    loads: Loads | None,
+    inertia: bool,
+    level: str,
+    rest: bool = False,
 ) -> PointQuantities:
     """POINT QUANTITIES of digest §2.2: 𝓕_k (16) — its inertial and gravity part if ``inertia``, minus the external
-    wrenches — and what the backward pass of ``level`` needs: 𝓜_k, 𝓝_k (20a), ∂𝓕ext_k/∂q (55, 56)."""
+    wrenches — and what the backward pass of ``level`` needs: 𝓜_k, 𝓝_k (20a; zero at ``rest``, then None),
+    ∂𝓕ext_k/∂q (55, 56)."""
     Mk = rod.inertia.astype(grav.dtype)
     F = _point_wrenches(Mk, kin.g, kin.eta, kin.etad, grav) if inertia else jnp.zeros((rod.n_points, 6), grav.dtype)
     ext = external_wrenches(rod, loads, kin.g, kin.J)  # None without loads
@@ -240,7 +258,7 @@ def _point_quantities(
     return PointQuantities(
         F,
         Mk if inertia and level != "id" else None,
-        _point_N(Mk, kin.eta) if inertia and derivatives else None,
+        _point_N(Mk, kin.eta) if inertia and derivatives and not rest else None,
         ext[1] if ext is not None and derivatives else None,
     )
 
@@ -300,12 +318,16 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities)
         P = -se3.adbar(comp.FC) @ j.S + j.coAd @ s.P  # (22g)
         acc = P  # P^S + 𝓝^C R^B + 𝓜^C Q^B + U^S − E^S of (21, 55)
         NC = U = V = E = dqd = None
-        if p.N is not None:
-            NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
-            U = NC @ t.R + comp.MC @ t.Q + j.coAd @ s.U  # (22f)
-            V = NC @ j.S + comp.MC @ t.Y + j.coAd @ s.V  # (28c)
-            acc = acc + NC @ k.termsB.R + comp.MC @ k.termsB.Q + U
-            dqd = j.S.T @ (NC @ k.J + comp.MC @ k.termsB.Y + V)  # (27)
+        if comp.MC is not None:  # inertia: U^S; 𝓝^C, V^S and ∂ID/∂q̇ unless at rest (𝓝 = 0, R = Y = 0, ∂ID/∂q̇ = 0)
+            U = comp.MC @ t.Q + j.coAd @ s.U  # (22f)
+            acc = acc + comp.MC @ k.termsB.Q
+            if p.N is not None:
+                NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
+                U = U + NC @ t.R  # (22f)
+                V = NC @ j.S + comp.MC @ t.Y + j.coAd @ s.V  # (28c)
+                acc = acc + NC @ k.termsB.R
+                dqd = j.S.T @ (NC @ k.J + comp.MC @ k.termsB.Y + V)  # (27)
+            acc = acc + U
         if p.dFext is not None:
             E = j.coAd @ (p.dFext + s.E)  # (56)
             acc = acc - E
@@ -313,8 +335,9 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities)
         dSTF = j.Z.T @ se3.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
         return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
 
-    inertia = pts.N is not None
-    c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads=pts.dFext is not None))
+    inertia, rest = pts.M is not None, pts.N is None
+    loads = pts.dFext is not None
+    c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads, rest))
     k_joint = jax.tree.map(lambda a: a[:-1], fwd.points)  # point α of joint α
     xs = (jt, _next_points(pts), k_joint, fwd.terms, rod.Phi_c, rod.h)
     _, rows = jax.lax.scan(step, c0, xs, reverse=True)
@@ -332,18 +355,22 @@ _TwistRates = tuple[Float[Array, "4 4"], Float[Array, "6 6"], Float[Array, " 6"]
 def _rnea_tau(
     rod: Rod,
     q: Float[Array, " n_dof"],
-    qd: Float[Array, " n_dof"],
-    qdd: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"] | None,
+    qdd: Float[Array, " n_dof"] | None,
     grav: Float[Array, " 6"],
 ) -> Float[Array, " n_dof"]:
     """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
-    from :func:`~jaxse3.rod.magnus.magnus_rates`, and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
+    from :func:`~jaxse3.rod.magnus.magnus_rates` (zero at rest, ``qd`` None), and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
     :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
     order = rod.magnus_order
     xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
-    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
-    S_qd = se3.dexp_apply(Om, Om_d)  # T Ω̇
-    S_acc = se3.dexp_apply(Om, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ (matrix-free)
+    if qd is None:  # at rest: η = η̇ = 0
+        Om = jax.vmap(lambda x, h: magnus_omega(x, h, order))(xi, rod.h)
+        S_qd = S_acc = jnp.zeros_like(Om)
+    else:
+        Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
+        S_qd = se3.dexp_apply(Om, Om_d)  # T Ω̇
+        S_acc = se3.dexp_apply(Om, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ (matrix-free)
     step = se3.exp(Om)
 
     def forward(carry: _Kinematics, x: _TwistRates) -> tuple[_Kinematics, _Kinematics]:
@@ -379,8 +406,8 @@ def _rnea_tau(
 def rnea(
     rod: Rod,
     q: Float[Array, " n_dof"],
-    qd: Float[Array, " n_dof"],
-    qdd: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"] | None,
+    qdd: Float[Array, " n_dof"] | None,
     loads: Loads | None = None,
     level: str = "id",
     inertia: bool = True,
@@ -389,15 +416,20 @@ def rnea(
 
     Args:
         rod: a :class:`~jaxse3.rod.model.Rod`.
-        q, qd, qdd: (n_dof,) generalised coordinates, velocities, accelerations.
+        q, qd, qdd: (n_dof,) generalised coordinates, velocities, accelerations. ``qd = qdd = None``: the rod at rest
+            (q̇ = q̈ = 0 exactly, as in statics, eq. (13)): every velocity and acceleration term is skipped — η = η̇ =
+            0, 𝓝 = 0, R_α = Y_α = 0, no App. C joint derivatives — and ∂ID/∂q̇ = 0.
         loads: external physical loads; they enter 𝓕_k with a minus sign, so the result is ID − Σ J_kᵀ𝓕ext_k.
         level: ``"id"`` (ID only), ``"mass"`` (+ M), ``"all"`` (+ M, ∂ID/∂q, ∂ID/∂q̇).
         inertia: False drops inertia, Coriolis and gravity (only the loads term remains; used for τ's loads).
     """
     if level not in _LEVELS:
         raise ValueError(f"rnea: 'level' must be one of {tuple(_LEVELS)}, got {level!r}")
+    rest = qd is None
+    if rest != (qdd is None):
+        raise ValueError("rnea: 'qd' and 'qdd' must both be arrays, or both None (the rod at rest)")
     check_state(rod, q=q, qd=qd, qdd=qdd)
-    q, qd, qdd = (jnp.asarray(a, dtype=jnp.result_type(float, a)) for a in (q, qd, qdd))
+    q, qd, qdd = (None if a is None else jnp.asarray(a, dtype=jnp.result_type(float, a)) for a in (q, qd, qdd))
     dtype = q.dtype
     grav = jnp.concatenate([jnp.zeros(3, dtype), rod.gravity.astype(dtype)])  # 𝓖 = (0, a_g)
     has_loads = loads is not None and not (loads.local is None and loads.world is None and loads.contact is None)
@@ -406,9 +438,10 @@ def rnea(
     elif level == "id" and not has_loads:
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
     else:
-        jt = joints(rod, q, qd, qdd, derivatives=level == "all" and inertia)
-        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype))
-        pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level)
+        with_terms = level == "all" and inertia
+        jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest)
+        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms)
+        pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level, rest)
         r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced
     return r._replace(**{name: zero for name in _LEVELS[level] if getattr(r, name) is None})
@@ -421,6 +454,30 @@ def inverse_dynamics_derivatives(
     (34))."""
     r = rnea(rod, q, qd, qdd, level="all")
     return r.dq, r.dqd, r.M
+
+
+def _id_rest_plain(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, " n_dof"]:
+    return rnea(rod, q, None, None).tau
+
+
+def _id_rest_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"], Float[Array, " n_dof"]]:
+    rod, q = primals
+    r = rnea(rod, q, None, None, level="all")
+    rest = jvp_of_rest(_id_rest_plain, primals, tangents, analytic=(1,))
+    return r.tau, accumulate(r.tau, [(r.dq, tangents[1])], rest)
+
+
+_id_rest = custom_rule("inverse_dynamics_at_rest", _id_rest_plain, _id_rest_jvp)
+
+
+def inverse_dynamics_at_rest(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, " n_dof"]:
+    """ID(q, 0, 0), the generalised gravity force with its sign in ID (seed 003 eqs. (13a), (14)–(16)), (n_dof,).
+
+    Equal to ``inverse_dynamics(rod, q, 0, 0)``, for statics: its custom_jvp rule runs the recursion at rest (no
+    velocity or acceleration term, no App. C joint derivative), the (21, 55) Jacobian with R = Y = 𝓝 = 0.
+    """
+    check_state(rod, q=q)
+    return _id_rest(rod, jnp.asarray(q, dtype=jnp.result_type(float, q)))
 
 
 def mass_matrix(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_dof n_dof"]:

@@ -172,10 +172,10 @@ def solve_statics(
 
 
 def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual) -> jax.Array:
-    """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a))."""
-    z = jnp.zeros_like(q)
+    """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a));
+    ``residual``: the system's residual at rest, ``(params, q, u) -> R``."""
     params = system.params if system.scale_loads is None else system.scale_loads(system.params, lam)
-    return residual(params, q, z, z, lam * u)
+    return residual(params, q, lam * u)
 
 
 def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> NewtonResult:
@@ -201,7 +201,7 @@ def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contrac
 
 @eqx.filter_jit
 def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) -> StaticsSolution:
-    residual = system.residual if jacobian == "analytic" else finite_difference(system.residual)
+    residual = system.at_rest() if jacobian == "analytic" else finite_difference(system.at_rest())
     one = jnp.asarray(1.0, q0.dtype)
     # the continuation runs on constants: derivatives of the equilibrium (w.r.t. u and the system's parameters) come
     # from the implicit function theorem at the full load, dq = −(∂R/∂q)⁻¹ (∂R/∂θ) dθ, not through the iterations
@@ -228,7 +228,7 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) ->
         lambda linear, rhs: jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs),
     )
     ok = result == StaticsResults.successful
-    res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, system.residual)))
+    res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, system.at_rest())))
     stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T))))
     if throw:
         q = result.error_if(q, ~ok)

@@ -47,6 +47,9 @@ class System(eqx.Module):
         scale_loads: ``(params, λ) -> params`` with the applied loads the parameters hold (gravity, point wrenches)
             scaled by the load factor λ, for the load continuation of :func:`~jaxse3.sim.solve_statics` (which
             scales u itself); ``None``: the parameters hold no applied load.
+        rest_residual: ``(params, q, u) -> τ(q, 0, u) + F(q, 0) − ID(q, 0, 0)`` (seed 003 eq. (13a)), the residual
+            at rest by a path without velocity terms, for statics; ``None``: ``residual`` at zero velocity and
+            acceleration.
     """
 
     params: Any
@@ -56,6 +59,7 @@ class System(eqx.Module):
     n_dof: int = eqx.field(static=True)
     n_inputs: int = eqx.field(static=True)
     scale_loads: Callable | None = eqx.field(static=True, default=None)
+    rest_residual: Callable | None = eqx.field(static=True, default=None)
 
     def acceleration(
         self, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]
@@ -75,8 +79,20 @@ class System(eqx.Module):
 
     def statics_residual(self, q: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]) -> Float[Array, " n_dof"]:
         """τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) (seed 003 eq. (13a))."""
-        z = jnp.zeros_like(q)
-        return self.residual(self.params, q, z, z, u)
+        return self.at_rest()(self.params, q, u)
+
+    def at_rest(self) -> Callable:
+        """``(params, q, u) -> τ(q, 0, u) + F(q, 0) − ID(q, 0, 0)``: ``rest_residual``, or ``residual`` at zero
+        velocity and acceleration."""
+        if self.rest_residual is not None:
+            return self.rest_residual
+        residual = self.residual
+
+        def at_rest(params, q, u):
+            z = jnp.zeros_like(q)
+            return residual(params, q, z, z, u)
+
+        return at_rest
 
     def tip(self, q: Float[Array, " n_dof"]) -> Float[Array, "3"]:
         """World position of the tip (the last point)."""
@@ -91,6 +107,11 @@ def _rod_forward_dynamics(params, q, qd, u):
 def _rod_residual(params, q, qd, qdd, u):
     rod, loads = params
     return rods.generalized_forces(rod, q, qd, u, loads) - rods.inverse_dynamics(rod, q, qd, qdd)
+
+
+def _rod_rest_residual(params, q, u):
+    rod, loads = params
+    return rods.generalized_forces(rod, q, jnp.zeros_like(q), u, loads) - rods.inverse_dynamics_at_rest(rod, q)
 
 
 def _rod_points(params, q):
@@ -114,7 +135,14 @@ def rod_system(rod: rods.Rod, loads: rods.Loads | None = None) -> System:
     ``custom_jvp`` rules (seed 003 eqs. (7), (9), (13b), D63, (59)–(61)).
     """
     return System(
-        (rod, loads), _rod_forward_dynamics, _rod_residual, _rod_points, rod.n_dof, rod.n_tendons, _rod_scale_loads
+        (rod, loads),
+        _rod_forward_dynamics,
+        _rod_residual,
+        _rod_points,
+        rod.n_dof,
+        rod.n_tendons,
+        _rod_scale_loads,
+        _rod_rest_residual,
     )
 
 

@@ -82,6 +82,34 @@ def test_gravity_derivative_sign():
     assert relative_error(dq, Aq) < 1e-11
 
 
+_all = jax.jit(lambda rod, q, qd, qdd, loads: R.rnea(rod, q, qd, qdd, loads, level="all"))
+_at_rest = jax.jit(lambda rod, q, loads: R.rnea(rod, q, None, None, loads, level="all"))
+_rest_jac = jax.jit(jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1))
+
+
+def test_rest_path_equals_the_full_recursion_and_the_kane_oracle():
+    """The statics path (qd = qdd = None: no velocity terms, no App. C joint derivatives) gives the full recursion's
+    ID, M and ∂ID/∂q at q̇ = q̈ = 0 and ∂ID/∂q̇ = 0, with and without loads, at a random and the straight state;
+    inverse_dynamics_at_rest and its own rule equal ID(q, 0, 0) and the autodiff of the Kane assembly."""
+    rod = small_rod()
+    z = jnp.zeros(rod.n_dof)
+    tip = R.Loads.at_tip(rod, jnp.array([0.02, -0.01, 0.03, 0.5, -0.2, 0.4]))
+    for name, q in (("random", random_state(rod, 4)[0]), ("straight", z)):
+        for loads in (None, tip):
+            full, rest = _all(rod, q, z, z, loads), _at_rest(rod, q, loads)
+            for field in ("tau", "M", "dq"):
+                assert relative_error(getattr(rest, field), getattr(full, field)) < 1e-13, (name, field)
+            np.testing.assert_array_equal(rest.dqd, 0.0)
+        assert relative_error(R.inverse_dynamics_at_rest(rod, q), _id(rod, q, z, z)) < 1e-13, name
+        before = R.ROD_RULE_CALLS["inverse_dynamics_at_rest"]
+        J = jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1)(rod, q)
+        assert R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > before
+        assert relative_error(J, _ref_jac(rod, q, z, z)[0]) < 1e-11, name
+        assert relative_error(_rest_jac(rod, q), J) < 1e-14, name
+    with pytest.raises(ValueError, match="both None"):
+        R.rnea(rod, z, None, z)
+
+
 def test_custom_jvp_rule_is_used_by_jacfwd():
     rod = small_rod()
     q, qd, qdd = _states(rod)["random"]

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from jaxse3.sim import solve_statics, solve_statics_batch, stack
+from jaxse3 import rod as R
+from jaxse3.sim import System, rod_system, solve_statics, solve_statics_batch, stack
+from tests.rod.conftest import random_state, small_rod
 from tests.sim import standin
 
 U = jnp.array([1.0, -0.5])
@@ -172,3 +174,20 @@ def test_cdm_statics_physics():
     assert float(jnp.abs(sol.q[3, :5]).max()) > 1e-2
     fd = solve_statics_batch(s, u, jacobian="finite-difference")
     np.testing.assert_allclose(fd.q, sol.q, atol=1e-8)
+
+
+def test_rod_statics_residual_takes_the_rest_path():
+    """A rod system's residual at rest (inverse_dynamics_at_rest, no velocity terms) equals its dynamics residual at
+    q̇ = q̈ = 0, value and Jacobian, and a system without it falls back to the latter."""
+    rod = small_rod()
+    s = rod_system(rod)
+    plain = System(s.params, s.forward_dynamics, s.residual, s.points, s.n_dof, s.n_inputs, s.scale_loads)
+    q, _, _, u = random_state(rod, 5)
+    z = jnp.zeros_like(q)
+    at_rest = jax.jit(jax.value_and_grad(lambda q: jnp.sum(s.statics_residual(q, u) ** 2)))
+    moving = jax.jit(jax.value_and_grad(lambda q: jnp.sum(s.dynamics_residual(q, z, z, u) ** 2)))
+    for a, b in zip(at_rest(q), moving(q)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(plain.statics_residual(q, u), s.dynamics_residual(q, z, z, u), rtol=0, atol=0)
+    assert s.rest_residual is not None and plain.rest_residual is None
+    assert R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > 0
