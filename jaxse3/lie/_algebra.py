@@ -43,23 +43,6 @@ def nonzero(c: float | jnp.ndarray) -> bool:
     return not (isinstance(c, (int, float)) and c == 0)
 
 
-def cross(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """a × b = ã b for (3,) vectors, elementwise (no 3×3 matrix is formed)."""
-    return jnp.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def _ad6_apply(X: jnp.ndarray, Z: jnp.ndarray) -> jnp.ndarray:
-    """ad_X Z = (x × z₁, y × z₁ + x × z₂) by cross products (3 instead of a 6×6 matrix–vector product)."""
-    x, y, z1, z2 = X[:3], X[3:], Z[:3], Z[3:]
-    return jnp.concatenate([cross(x, z1), cross(y, z1) + cross(x, z2)])
-
-
-def _ad6T_apply(X: jnp.ndarray, W: jnp.ndarray) -> jnp.ndarray:
-    """ad_Xᵀ W = (w₁ × x + w₂ × y, w₂ × x) (x̃ᵀ = −x̃)."""
-    x, y, w1, w2 = X[:3], X[3:], W[:3], W[3:]
-    return jnp.concatenate([cross(w1, x) + cross(w2, y), cross(w2, x)])
-
-
 class AdForm:
     """A 6×6 matrix of the form [[a, 0], [b, a]] (3×3 blocks a, b), as every polynomial in ad_X and ad_U on se(3) is.
 
@@ -174,8 +157,6 @@ class Algebra:
     rot: Callable[[jnp.ndarray], jnp.ndarray]  # x₀: the rotation part embedded in the algebra's coordinates
     rot_projector: Callable[[jnp.ndarray], jnp.ndarray]  # I₀ = ∂x₀/∂X (dtype taken from the argument)
     ad_form: Callable  # ad_X in the structured form the recursions multiply (se(3): AdForm; so(3): x̃)
-    ad_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, Z) ↦ ad_X Z, structured
-    adT_apply: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # (X, W) ↦ ad_Xᵀ W, structured
     poly: Callable[[jnp.ndarray, Sequence], jnp.ndarray]  # (X, c) ↦ Σ_i c_i ad_X^i, structured
 
     def angle2(self, X: jnp.ndarray) -> jnp.ndarray:
@@ -193,8 +174,6 @@ SO3 = Algebra(
     rot=lambda x: x,
     rot_projector=lambda x: jnp.eye(3, dtype=x.dtype),
     ad_form=skew,
-    ad_apply=cross,
-    adT_apply=lambda x, w: cross(w, x),
     poly=_poly3,
 )
 
@@ -206,7 +185,5 @@ SE3 = Algebra(
     rot=_rot6,
     rot_projector=lambda X: jnp.diag(jnp.array([1, 1, 1, 0, 0, 0], dtype=X.dtype)),
     ad_form=_ad6_form,
-    ad_apply=_ad6_apply,
-    adT_apply=_ad6T_apply,
     poly=_poly6,
 )

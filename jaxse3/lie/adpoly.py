@@ -106,11 +106,11 @@ def second_derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, S: jnp.ndarr
 
 
 def apply(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, p: Poly, transpose: bool = False) -> jnp.ndarray:
-    """F(X) Z (or F(X)ᵀ Z) by the algebra's structured ad action only (no matrix is formed)."""
-    act = alg.adT_apply if transpose else alg.ad_apply
+    """F(X) Z (or F(X)ᵀ Z) by matrix-vector products only (se(3): in the 3×3 blocks of :class:`AdForm`)."""
+    A = alg.ad(X).T if transpose else alg.ad_form(X)
     out = p.c[0] * Z
     for i in range(1, len(p.c)):
-        Z = act(X, Z)
+        Z = A @ Z
         if _nz(p.c[i]):
             out = out + p.c[i] * Z
     return out
@@ -122,12 +122,12 @@ def apply_derivative(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, U: jnp.ndarra
     With ``Z_i = A^i Z`` (A = ad_X) and C = ad_U: ``D_U Z_i = C Z_{i−1} + A D_U Z_{i−1}`` (the Jacobian recursion of
     :func:`_jac_parts` applied to U), and the coefficients' derivatives enter through ``x₀ᵀ U`` (eq. (36)).
     """
-    ad = alg.ad_apply
+    A, C = alg.ad_form(X), alg.ad_form(U)
     Zi, dZi = Z, None
     out = w = None
     for i in range(1, len(p.c)):
-        dZi = ad(U, Zi) if dZi is None else ad(U, Zi) + ad(X, dZi)
-        Zi = ad(X, Zi)
+        dZi = C @ Zi if dZi is None else C @ Zi + A @ dZi
+        Zi = A @ Zi
         if _nz(p.c[i]):
             out = _acc(out, p.c[i] * dZi)
         if _nz(p.cbar[i]):
