@@ -8,7 +8,7 @@ All functions here act on single (unbatched) vectors; batching is done by :func:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax.numpy as jnp
@@ -53,12 +53,10 @@ class AdForm:
     """
 
     __slots__ = ("a", "b")
-    __array_priority__ = 100  # so that `dense_matrix @ form` reaches __rmatmul__
+    shape = (6, 6)
 
     def __init__(self, a: jnp.ndarray, b: jnp.ndarray):
         self.a, self.b = a, b
-
-    shape = (6, 6)
 
     @property
     def dtype(self) -> jnp.dtype:
@@ -111,36 +109,6 @@ def _ad6_form(X: jnp.ndarray) -> AdForm:
     return AdForm(skew(X[:3]), skew(X[3:]))
 
 
-def _poly6(X: jnp.ndarray, c: Sequence[float | jnp.ndarray]) -> jnp.ndarray:
-    """Σ_i c_i ad_X^i in 3×3 blocks: ad_X^i = [[P_i, 0], [D_i, P_i]] with P_i = x̃ P_{i−1}, D_i = ỹ P_{i−1} + x̃ D_{i−1}
-    (ad_X is block lower triangular with equal diagonal blocks), so each power costs three 3×3 products instead of one
-    6×6 product (8 blocks) and the known zero block is never multiplied."""
-    xt, yt = skew(X[:3]), skew(X[3:])
-    eye = jnp.eye(3, dtype=X.dtype)
-    P, D = xt, yt
-    top, low = c[0] * eye, None
-    for i in range(1, len(c)):
-        if i > 1:
-            P, D = xt @ P, yt @ P + xt @ D
-        if nonzero(c[i]):
-            top = top + c[i] * P
-            low = c[i] * D if low is None else low + c[i] * D
-    low = jnp.zeros_like(top) if low is None else low
-    return jnp.block([[top, jnp.zeros_like(top)], [low, top]])
-
-
-def _poly3(x: jnp.ndarray, c: Sequence[float | jnp.ndarray]) -> jnp.ndarray:
-    """Σ_i c_i x̃^i by repeated 3×3 products."""
-    xt = skew(x)
-    P = jnp.eye(3, dtype=x.dtype)
-    out = c[0] * P
-    for i in range(1, len(c)):
-        P = xt @ P if i > 1 else xt
-        if nonzero(c[i]):
-            out = out + c[i] * P
-    return out
-
-
 def _rot6(X: jnp.ndarray) -> jnp.ndarray:
     """x₀ = (x, 0) ∈ R⁶: the rotation part, padded (seed 000 Lemma 4.6)."""
     return jnp.concatenate([X[:3], jnp.zeros_like(X[3:])])
@@ -157,7 +125,6 @@ class Algebra:
     rot: Callable[[jnp.ndarray], jnp.ndarray]  # x₀: the rotation part embedded in the algebra's coordinates
     rot_projector: Callable[[jnp.ndarray], jnp.ndarray]  # I₀ = ∂x₀/∂X (dtype taken from the argument)
     ad_form: Callable  # ad_X in the structured form the recursions multiply (se(3): AdForm; so(3): x̃)
-    poly: Callable[[jnp.ndarray, Sequence], jnp.ndarray]  # (X, c) ↦ Σ_i c_i ad_X^i, structured
 
     def angle2(self, X: jnp.ndarray) -> jnp.ndarray:
         """t = φ² = ‖x‖², the only quantity the coefficients depend on."""
@@ -174,7 +141,6 @@ SO3 = Algebra(
     rot=lambda x: x,
     rot_projector=lambda x: jnp.eye(3, dtype=x.dtype),
     ad_form=skew,
-    poly=_poly3,
 )
 
 SE3 = Algebra(
@@ -185,5 +151,4 @@ SE3 = Algebra(
     rot=_rot6,
     rot_projector=lambda X: jnp.diag(jnp.array([1, 1, 1, 0, 0, 0], dtype=X.dtype)),
     ad_form=_ad6_form,
-    poly=_poly6,
 )

@@ -61,7 +61,13 @@ def _or_zeros(total, shape, dtype):
 
 def value(alg: Algebra, X: jnp.ndarray, p: Poly) -> jnp.ndarray:
     """F(X) = Σ c_i ad_X^i (seed 000 eqs. (21), (22))."""
-    return alg.poly(X, p.c)  # structured: se(3) in 3×3 blocks
+    A = alg.ad_form(X)
+    P = out = None
+    for i in range(1, len(p.c)):
+        P = A if i == 1 else A @ P
+        if _nz(p.c[i]):
+            out = _acc(out, p.c[i] * P)
+    return p.c[0] * jnp.eye(alg.dim, dtype=X.dtype) + dense(_or_zeros(out, (alg.dim, alg.dim), X.dtype))
 
 
 def derivative(alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, p: Poly) -> jnp.ndarray:
