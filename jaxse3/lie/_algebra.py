@@ -38,11 +38,6 @@ def _adbar6(U: jnp.ndarray) -> jnp.ndarray:
     return jnp.block([[ut, vt], [vt, jnp.zeros_like(ut)]])
 
 
-def nonzero(c: float | jnp.ndarray) -> bool:
-    """False only for a coefficient that is an exact Python zero (its term is skipped at trace time)."""
-    return not (isinstance(c, (int, float)) and c == 0)
-
-
 class AdForm:
     """A 6×6 matrix of the form [[a, 0], [b, a]] (3×3 blocks a, b), as every polynomial in ad_X and ad_U on se(3) is.
 

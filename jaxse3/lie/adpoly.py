@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from jaxse3.lie._algebra import Algebra, dense, nonzero
+from jaxse3.lie._algebra import Algebra, dense
 
 Scalar = float | jnp.ndarray
 
@@ -40,7 +40,8 @@ class Poly(NamedTuple):
     cbrev: Sequence[Scalar]
 
 
-_nz = nonzero
+def _nz(c: Scalar) -> bool:
+    return not (isinstance(c, (int, float)) and c == 0)
 
 
 def _outer(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
