@@ -143,6 +143,38 @@ def apply_derivative(alg: Algebra, X: jnp.ndarray, Z: jnp.ndarray, U: jnp.ndarra
     return out if w is None else out + w * jnp.dot(alg.rot(X), U)
 
 
+def ray_rates(
+    alg: Algebra, X: jnp.ndarray, U: jnp.ndarray, W: jnp.ndarray, s: jnp.ndarray, p: Poly
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """F, its velocity and its acceleration along the ray Y = s X, for many scales s at once.
+
+    For Y(t) = s X(t) with Ẋ = U, Ẍ = W and each s of ``s`` (m,): ``F(Y)`` (m, n, n), ``F(Y) Ẏ`` and
+    ``F(Y) Ÿ + (D_Y F)(Ẏ) Ẏ`` (m, n); ``p`` holds the coefficients at every s Y as arrays (m,). The powers of A = ad_X
+    and the vectors P_i U, P_i W and DP_i(U) U (eq. (24) applied to U; DP_1(U) U = ad_U U = 0) are formed once for
+    all s: ad_Y^i = s^i P_i, DP_i^Y(Ẏ) = s^i DP_i(U) and (D c_i)(Ẏ) = s² ξ c̄_i with ξ = x₀ᵀU (eq. (30)), so each s
+    costs only its scalar coefficients and sums of the shared terms.
+    """
+    A, B = alg.ad_form(X), alg.ad_form(U)
+    xi = jnp.dot(alg.rot(X), U)
+    col, mat = (lambda c: c[:, None]), (lambda c: c[:, None, None])
+    P, Ui, Wi, dUi = None, U, W, None
+    F, v, a = p.c[0] * jnp.eye(alg.dim, dtype=X.dtype)[None], p.c[0] * U[None], p.c[0] * W[None]
+    si = jnp.ones_like(s)
+    for i in range(1, len(p.c)):
+        if i > 1:
+            dUi = B @ Ui if dUi is None else B @ Ui + A @ dUi  # DP_i(U) U = B P_{i−1} U + A DP_{i−1}(U) U
+        P = A if i == 1 else A @ P
+        Ui, Wi, si = A @ Ui, A @ Wi, si * s
+        if _nz(p.c[i]):
+            c = p.c[i] * si
+            F = F + mat(c) * dense(P)[None]
+            v = v + col(c) * Ui[None]
+            a = a + col(c) * Wi[None] + (0.0 if dUi is None else col(c) * dUi[None])
+        if _nz(p.cbar[i]):
+            a = a + col(p.cbar[i] * si * s * s * xi) * Ui[None]
+    return F, col(s) * v, col(s) * a
+
+
 def _jac_parts(alg: Algebra, A: jnp.ndarray, Z: jnp.ndarray, n: int, transpose: bool):
     """Z_i = P_i Z and J_i with DP_i(U) Z = J_i U (or Z̄_i = P_iᵀ Z and J̄_i with DP_i(U)ᵀ Z = J̄_i U), i < n."""
     Zs = [Z]

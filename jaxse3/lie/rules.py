@@ -44,13 +44,15 @@ _CONSTANT = {"b1": {"": -0.5, "_bar": 0.0, "_brev": 0.0}}
 _NAMES = {"dexp": ("a1", "a2", "a3", "a4"), "dexp_inv": ("b1", "b2", None, "b4")}
 
 
-def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int) -> adpoly.Poly:
-    """The exact coefficients (c, c̄, c̆) of dexp (eq. (23)) or dexp⁻¹ at X, up to derivative ``level`` (0, 1, 2)."""
+def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int, scale: jnp.ndarray | None = None) -> adpoly.Poly:
+    """The exact coefficients (c, c̄, c̆) of dexp (eq. (23)) or dexp⁻¹ at X, up to derivative ``level`` (0, 1, 2);
+    with ``scale`` (m,), at every s X (coefficients of shape (m,); the constant ones stay Python floats)."""
     base = _NAMES[family]
     names = [n for n in base if n is not None and n not in _CONSTANT]
     suffixes = ["", "_bar", "_brev"][: level + 1]
     wanted = [n + s for s in suffixes for n in names]
-    vals = coefficients.evaluate(wanted, alg.angle2(X))
+    t = alg.angle2(X) if scale is None else scale * scale * alg.angle2(X)
+    vals = coefficients.evaluate(wanted, t)
     lookup = dict(zip(wanted, [vals[..., k] for k in range(len(wanted))]))
 
     def row(suffix: str, lead: float):

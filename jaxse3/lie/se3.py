@@ -15,11 +15,13 @@ Every function broadcasts over leading batch axes: ``(..., 6)``, ``(..., 4, 4)``
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxse3.lie import _api, coefficients, so3
+from jaxse3.lie import _api, adpoly, coefficients, so3
 from jaxse3.lie._algebra import SE3, skew, unskew
 from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
     cay_half_inv_se3 as cay_half_inv,
@@ -35,6 +37,7 @@ from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodi
     dcay_inv_se3 as dcay_inv,
     dcay_se3 as dcay,
 )
+from jaxse3.lie.rules import family_poly
 from jaxse3.lie.shapes import batched
 from jaxse3.lie.tangents import custom_rule
 
@@ -63,6 +66,7 @@ __all__ = [
     "dexp_apply",
     "dexp_inv_apply",
     "d_dexp_apply",
+    "dexp_rates",
     "d_dexp_inv_apply",
     "dexpT_apply",
     "dexp_invT_apply",
@@ -210,6 +214,32 @@ def d_dexp_apply(X: Vector, U: Vector, Z: Vector) -> Vector:
         ``(..., 6)``. Custom_jvp rule: ``dexp_jac_dir(X, Z, dX) @ U`` plus itself in dU and dZ (closed forms).
     """
     return _F.d_dexp_apply(X, U, Z)
+
+
+def dexp_rates(
+    X: Vector, U: Vector, W: Vector, s: Float[Array, "... m"]
+) -> tuple[Float[Array, "... m 6 6"], Float[Array, "... m 6"], Float[Array, "... m 6"]]:
+    """dexp along the ray Y = s X, with the velocity and acceleration of exp(Ŷ), for many scales s at once.
+
+    For Y(t) = s X(t) with Ẋ = U and Ẍ = W, at each s of ``s``: ``dexp_Y`` and the right-trivialised velocity
+    ``dexp_Y Ẏ`` and acceleration ``dexp_Y Ÿ + (D_Y dexp_Y)(Ẏ) Ẏ`` of exp(Ŷ) (seed 000 eqs. (21), (28)): the
+    equals of ``dexp(sX)``, ``dexp_apply(sX, sU)`` and ``dexp_apply(sX, sW) + d_dexp_apply(sX, sU, sU)``, with the
+    powers of ad_X and their products with U and W formed once for all s (a rod's intervals of constant strain, seed
+    003 eq. (C1)). Plain JAX (autodiff differentiates the closed form; no custom rule).
+
+    Args:
+        X, U, W: ``(..., 6)``. s: ``(..., m)``.
+    Returns:
+        ``(..., m, 6, 6)``, ``(..., m, 6)``, ``(..., m, 6)``.
+    """
+    return _dexp_rates(X, U, W, s)
+
+
+@functools.partial(jnp.vectorize, signature="(k),(k),(k),(m)->(m,k,k),(m,k),(m,k)")
+def _dexp_rates(X, U, W, s):
+    if X.shape != (6,):
+        raise ValueError(f"dexp_rates: arguments 'X', 'U', 'W' must have shape (..., 6), got {X.shape}")
+    return adpoly.ray_rates(SE3, X, U, W, s, family_poly(SE3, X, "dexp", 1, scale=s))
 
 
 def d_dexp_inv_apply(X: Vector, U: Vector, Z: Vector) -> Vector:

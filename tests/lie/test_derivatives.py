@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.lie import reference as ref
-from tests.lie.conftest import ANGLES, point, vectors
+from tests.lie.conftest import ANGLES, PHI0, point, vectors
 
 RTOL = 1e-11
 
@@ -136,3 +136,29 @@ def test_block_limits_71():
     yt, ut, vt = so3.hat(y), so3.hat(u), so3.hat(v)
     close(se3.d_dexp(X, U)[3:, :3], 0.5 * vt + (yt @ ut + ut @ yt) / 6)
     close(se3.d_dexp_inv(X, U)[3:, :3], -0.5 * vt + (yt @ ut + ut @ yt) / 12)
+
+
+@pytest.mark.parametrize("phi", [0.0, 1.0])
+def test_dexp_rates_on_a_ray(phi):
+    """se3.dexp_rates against the plain reference and its autodiff: dexp(sX), dexp(sX) sU, and the time derivative
+    of dexp(sX(t)) sẊ(t) for X(t) = X + tU + t²W/2, at scales that put sX at zero, on both sides of the switch and
+    beyond; under jit and over a batch of rays."""
+    from jaxse3 import se3
+
+    X = jnp.asarray(point(6, phi))
+    U, W = map(jnp.asarray, vectors(6, 2))
+    s = jnp.asarray([0.0, 1e-9, 0.4, PHI0 * (1 - 1e-7), PHI0 * (1 + 1e-7), 3.0])
+
+    def velocity(t, si):
+        return ref.dexp(si * (X + t * U + 0.5 * t * t * W)) @ (si * (U + t * W))
+
+    T, v, a = jax.jit(se3.dexp_rates)(X, U, W, s)
+    for k, si in enumerate(s):
+        close(T[k], ref.dexp(si * X))
+        close(v[k], velocity(0.0, si))
+        close(a[k], jax.jacfwd(velocity)(0.0, si))
+    T2, v2, a2 = se3.dexp_rates(jnp.stack([X, U]), jnp.stack([U, W]), jnp.stack([W, X]), jnp.stack([s, 2 * s]))
+    assert T2.shape == (2, 6, 6, 6) and v2.shape == a2.shape == (2, 6, 6)
+    close(T2[0], T)
+    close(a2[0], a)
+    close(T2[1], se3.dexp(2 * s[:, None] * U))
