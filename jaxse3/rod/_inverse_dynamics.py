@@ -40,8 +40,8 @@ from jaxtyping import Array, Float, PyTree
 from jaxse3 import se3
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import Joints, check_state, joints
-from jaxse3.rod.magnus import magnus_dZT, magnus_omega, magnus_rates, magnus_ZT_apply
+from jaxse3.rod.kinematics import Joints, check_state, joint_rates, joints
+from jaxse3.rod.magnus import magnus_dZT, magnus_ZT_apply
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -360,17 +360,12 @@ def _rnea_tau(
     grav: Float[Array, " 6"],
 ) -> Float[Array, " n_dof"]:
     """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
-    from :func:`~jaxse3.rod.magnus.magnus_rates` (zero at rest, ``qd`` None), and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
+    from :func:`~jaxse3.rod.kinematics.joint_rates` (zero at rest, ``qd`` None), and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
     :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
     order = rod.magnus_order
     xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
-    if qd is None:  # at rest: η = η̇ = 0
-        Om = jax.vmap(lambda x, h: magnus_omega(x, h, order))(xi, rod.h)
-        S_qd = S_acc = jnp.zeros_like(Om)
-    else:
-        Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
-        S_qd = se3.dexp_apply(Om, Om_d)  # T Ω̇
-        S_acc = se3.dexp_apply(Om, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ (matrix-free)
+    r = joint_rates(rod, q, qd, qdd)  # zero rates at rest
+    Om, S_qd, S_acc = r.Omega, r.vel, r.acc
     step = se3.exp(Om)
 
     def forward(carry: _Kinematics, x: _TwistRates) -> tuple[_Kinematics, _Kinematics]:
@@ -395,7 +390,7 @@ def _rnea_tau(
         return FC, FC
 
     _, FC = jax.lax.scan(backward, jnp.zeros(6, q.dtype), (se3.coAd(step), F[1:]), reverse=True)
-    w = se3.dexpT_apply(Om, FC)
+    w = jnp.einsum("kji,kj->ki", r.T, FC)  # T ᵀ𝓕^C
     return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, rod.Phi_c, w, rod.h), axis=0)  # (14)
 
 

@@ -42,6 +42,8 @@ __all__ = [
     "Joints",
     "joints",
     "check_state",
+    "JointRates",
+    "joint_rates",
 ]
 
 
@@ -67,6 +69,44 @@ def joint_twists(rod: Rod, q: Float[Array, " n_dof"]) -> tuple[Float[Array, "n_p
     Om = jax.vmap(lambda x, h: magnus_omega(x, h, order))(xi_c, rod.h)
     Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi_c, rod.Phi_c, rod.h)
     return Om, Z
+
+
+class JointRates(NamedTuple):
+    """The joint twists and their right-trivialised rates (leading axis n_p − 1)."""
+
+    Omega: jax.Array  # Ω_α (6,)
+    Z: jax.Array  # 𝓩_α (6, n)
+    T: jax.Array  # T(Ω_α) = dexp(Ω_α) (6, 6)
+    vel: jax.Array  # T Ω̇_α = S_α q̇ (6,)
+    acc: jax.Array  # T Ω̈_α + Ṫ Ω̇_α = S_α q̈ + Ṡ_α q̇ (6,)
+
+
+def joint_rates(
+    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"] | None, qdd: Float[Array, " n_dof"] | None
+) -> JointRates:
+    """Ω_α, 𝓩_α, T(Ω_α) and the twist rates S_α q̇ = T Ω̇ and S_α q̈ + Ṡ_α q̇ = T Ω̈ + Ṫ Ω̇ of every joint (C1, C5, C6,
+    C8, C15, C21), with Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇; ``qd = qdd = None`` is the rod at rest (zero rates).
+
+    On a run of ``rod.strain_run`` intervals of constant strain ξ (a piecewise-constant basis) Ω_α = h_α ξ and
+    𝓩_α = h_α Φ exactly, for any Magnus order, and :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per
+    run; otherwise every joint is its own run (Ω_α from the Magnus expansion, scale 1).
+    """
+    m, order = rod.strain_run, rod.magnus_order
+    zero = jnp.zeros_like(q)
+    qd, qdd = (zero if v is None else v for v in (qd, qdd))
+    if m > 1:  # runs of constant strain: ξ, Φ at the first collocation point of each run's first interval
+        Phi = rod.Phi_c[::m, 0]  # (n_runs, 6, n)
+        X, U, W = Phi @ q + rod.xi_star_c[::m, 0], Phi @ qd, Phi @ qdd
+        s = rod.h.reshape(-1, m)
+        T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(X, U, W, s))
+        Om = rod.h[:, None] * jnp.repeat(X, m, axis=0)
+        Z = rod.h[:, None, None] * jnp.repeat(Phi, m, axis=0)
+        return JointRates(Om, Z, T, vel, acc)
+    xi = rod.Phi_c @ q + rod.xi_star_c
+    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
+    Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi, rod.Phi_c, rod.h)
+    T, vel, acc = (a[:, 0] for a in se3.dexp_rates(Om, Om_d, Om_dd, jnp.ones_like(rod.h)[:, None]))
+    return JointRates(Om, Z, T, vel, acc)
 
 
 def _chain(base: jax.Array, steps: jax.Array) -> jax.Array:
@@ -129,30 +169,28 @@ def joints(
     for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms.
     """
     order = rod.magnus_order
-    Om, Z = joint_twists(rod, q)
-    with_Sd = rate_matrix or derivatives
+    r = joint_rates(rod, q, qd, qdd)
+    S = r.T @ r.Z
+    extra = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
+    if qd is not None:
+        extra.update(S_qd=r.vel, S_acc=r.acc)
+    if qd is not None and (rate_matrix or derivatives):
 
-    def one(Om, Z, Phi_c, xi_star_c, h):
-        T = se3.dexp(Om)
-        S = T @ Z
-        out = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
-        if qd is not None:
-            acc = jnp.zeros_like(qd) if qdd is None else qdd
-            _, a, b = magnus_rates(Phi_c @ q + xi_star_c, Phi_c @ qd, Phi_c @ acc, h, order)  # Ω̇, Ω̈ (C6, C8)
-            out["S_qd"] = T @ a
-            out["S_acc"] = T @ b + se3.d_dexp_apply(Om, a, a)  # Ṫ Ω̇ without the matrix Ṫ
-        if qd is not None and with_Sd:
+        def one(Om, Z, T, Phi_c, h):
+            a = Z @ qd  # Ω̇
             Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
             dT = se3.d_dexp(Om, a)  # Ṫ
-            out["Sd"] = dT @ Z + T @ Zd  # (C21)
+            out = dict(Sd=dT @ Z + T @ Zd)  # (C21)
             if derivatives:  # dexp_jac is linear in its second argument: one vectorised call for the three
-                Ja, Jc, Jb = se3.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ qdd]))
+                acc = jnp.zeros_like(qd) if qdd is None else qdd
+                Ja, Jc, Jb = se3.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ acc]))
                 out["dS_qd"] = Ja @ Z + T @ Zd
                 out["dSd_qd"] = se3.dexp_jac_dir(Om, a, a) @ Z + (dT + Ja) @ Zd + Jc @ Z
-                out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, qdd, h, order)
-        return S, out
+                out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, acc, h, order)
+            return out
 
-    S, extra = jax.vmap(one)(Om, Z, rod.Phi_c, rod.xi_star_c, rod.h)
+        extra.update(jax.vmap(one)(r.Omega, r.Z, r.T, rod.Phi_c, rod.h))
+    Om, Z = r.Omega, r.Z
     step = se3.exp(Om)
     return Joints(Om, Z, step, se3.Ad_inv(step), se3.coAd(step), S, **extra)
 

@@ -80,7 +80,10 @@ class Rod(eqx.Module):
     Attributes (arrays): ``length``, ``X`` (n_p,), ``weights`` (n_p,), ``h`` (n_p − 1,), ``Phi`` (n_p, 6, n),
     ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6, 6),
     ``stiffness`` (n, n), ``damping`` (n, n), ``contact_radius`` (n_p,), ``gravity`` (3,), ``base_pose`` (4, 4),
-    ``tendon_d``, ``tendon_dd`` (n_a, n_p, 3). Static: ``n_dof``, ``n_points``, ``n_tendons``, ``magnus_order``.
+    ``tendon_d``, ``tendon_dd`` (n_a, n_p, 3). Static: ``n_dof``, ``n_points``, ``n_tendons``, ``magnus_order``, and
+    ``strain_run``: the number of consecutive Magnus intervals on which the strain is constant — ``n_gauss + 1`` (one
+    quadrature segment) for a PiecewiseConstantBasis with a constant ``xi_star``, else 1. On such a run Ω_α = h_α ξ for
+    one ξ, so the kinematics forms the powers of ad_ξ once per run (:func:`jaxse3.lie.se3.dexp_rates`).
     """
 
     length: jax.Array
@@ -103,6 +106,7 @@ class Rod(eqx.Module):
     n_points: int = eqx.field(static=True)
     n_tendons: int = eqx.field(static=True)
     magnus_order: int = eqx.field(static=True)
+    strain_run: int = eqx.field(static=True)
 
     def __init__(
         self,
@@ -200,6 +204,7 @@ class Rod(eqx.Module):
             self.tendon_d = self.tendon_dd = jnp.zeros((0, X.shape[0], 3), f)
         self.n_dof, self.n_points, self.n_tendons = basis.n_dof, int(X.shape[0]), len(tendons)
         self.magnus_order = int(magnus_order)
+        self.strain_run = n_gauss + 1 if isinstance(basis, PiecewiseConstantBasis) and not callable(xi_star) else 1
 
 
 def cdm_rod(
