@@ -176,11 +176,16 @@ def _joint_terms(
     return JointTerms(R, Q, Y)
 
 
-def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"], terms: bool) -> ForwardPass:
+def _forward_pass(
+    jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"], terms: bool, run: int = 1
+) -> ForwardPass:
     """FORWARD of digest §2.2: g, η, η̇, J at every point (2a, 2b, D14, D15), and with ``terms`` R_α, Q_α, Y_α (20b,
     20c, 26) with their transported sums (22a, 22b, 28b) from the App. C terms of ``jt`` (``joints(...,
     derivatives=True)``). The twists advance by the vectors S q̇ and S q̈ + Ṡ q̇ of ``jt`` (no Ṡ matrix is needed for
-    them); a ``jt`` without them (``joints(rod, q)``) is a rod at rest: η = η̇ = 0, and R, Y vanish."""
+    them); a ``jt`` without them (``joints(rod, q)``) is a rod at rest: η = η̇ = 0, and R, Y vanish.
+
+    ``run`` > 1: ``jt`` holds anchored joints (``joints(..., anchored=True)``, runs of ``run`` joints from a common
+    anchor point), and the scan takes one step per run, computing the run's points side by side from its anchor."""
     n, dtype = jt.S.shape[-1], jt.S.dtype
     zero = jnp.zeros((6, n), dtype)
     rest = jt.S_qd is None
@@ -192,7 +197,8 @@ def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"
         (JointTerms(None, zero, None) if rest else JointTerms(zero, zero, zero)) if terms else None,
     )
 
-    def step(k: PointKinematics, j: Joints) -> tuple[PointKinematics, tuple[PointKinematics, JointTerms | None]]:
+    def point(k: PointKinematics, j: Joints) -> tuple[PointKinematics, JointTerms | None]:
+        """The point at the end of joint j, whose start (or anchor) is the point k."""
         eta_p = k.eta if rest else k.eta + j.S_qd  # η_α⁺
         etad_p = k.etad if rest else k.etad + j.S_acc + se3.ad(k.eta) @ j.S_qd  # η̇_α⁺
         joint_terms = _joint_terms(j, k, eta_p, etad_p, grav) if terms else None
@@ -204,10 +210,17 @@ def _forward_pass(jt: Joints, grav: Float[Array, " 6"], base: Float[Array, "4 4"
             transport(j.S, k.J),  # (2b, 28a)
             jax.tree.map(transport, joint_terms, k.termsB),  # (22a, 22b, 28b)
         )
-        return nxt, (k, joint_terms)
+        return nxt, joint_terms
 
-    last, (hist, joint_terms) = jax.lax.scan(step, init, jt)
-    return ForwardPass(_with_tip(hist, last), joint_terms)
+    def step(k: PointKinematics, js: Joints) -> tuple[PointKinematics, tuple[PointKinematics, JointTerms | None]]:
+        out = jax.vmap(point, in_axes=(None, 0))(k, js) if run > 1 else point(k, js)
+        return (jax.tree.map(lambda a: a[-1], out[0]) if run > 1 else out[0]), out
+
+    xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), jt) if run > 1 else jt
+    _, (pts, joint_terms) = jax.lax.scan(step, init, xs)
+    if run > 1:
+        pts, joint_terms = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), (pts, joint_terms))
+    return ForwardPass(jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), init, pts), joint_terms)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -434,8 +447,9 @@ def rnea(
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
     else:
         with_terms = level == "all" and inertia
-        jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest)
-        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms)
+        run = 1 if level == "all" else rod.strain_run  # the App. C recursions run joint by joint
+        jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest, anchored=run > 1)
+        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms, run=run)
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level, rest)
         r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced

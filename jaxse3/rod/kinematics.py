@@ -82,7 +82,11 @@ class JointRates(NamedTuple):
 
 
 def joint_rates(
-    rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"] | None, qdd: Float[Array, " n_dof"] | None
+    rod: Rod,
+    q: Float[Array, " n_dof"],
+    qd: Float[Array, " n_dof"] | None,
+    qdd: Float[Array, " n_dof"] | None,
+    anchored: bool = False,
 ) -> JointRates:
     """Ω_α, 𝓩_α, T(Ω_α) and the twist rates S_α q̇ = T Ω̇ and S_α q̈ + Ṡ_α q̇ = T Ω̈ + Ṫ Ω̇ of every joint (C1, C5, C6,
     C8, C15, C21), with Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇; ``qd = qdd = None`` is the rod at rest (zero rates).
@@ -90,6 +94,11 @@ def joint_rates(
     On a run of ``rod.strain_run`` intervals of constant strain ξ (a piecewise-constant basis) Ω_α = h_α ξ and
     𝓩_α = h_α Φ exactly, for any Magnus order, and :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per
     run; otherwise every joint is its own run (Ω_α from the Magnus expansion, scale 1).
+
+    ``anchored``: on runs of constant strain, joint α goes from the run's first point (its anchor) to point α + 1
+    instead of from point α, Ω = (X_{α+1} − X_anchor) ξ, so that every point of a run follows from its anchor alone
+    (:func:`jaxse3.rod._inverse_dynamics.rnea` evaluates the points of a run side by side). The same joints without
+    runs.
     """
     m, order = rod.strain_run, rod.magnus_order
     zero = jnp.zeros_like(q)
@@ -97,10 +106,11 @@ def joint_rates(
     if m > 1:  # runs of constant strain: ξ, Φ at the first collocation point of each run's first interval
         Phi = rod.Phi_c[::m, 0]  # (n_runs, 6, n)
         X, U, W = Phi @ q + rod.xi_star_c[::m, 0], Phi @ qd, Phi @ qdd
-        s = rod.h.reshape(-1, m)
+        s = rod.X[1:].reshape(-1, m) - rod.X[:-1:m, None] if anchored else rod.h.reshape(-1, m)
         T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(X, U, W, s))
-        Om = rod.h[:, None] * jnp.repeat(X, m, axis=0)
-        Z = rod.h[:, None, None] * jnp.repeat(Phi, m, axis=0)
+        s = s.reshape(-1)
+        Om = s[:, None] * jnp.repeat(X, m, axis=0)
+        Z = s[:, None, None] * jnp.repeat(Phi, m, axis=0)
         return JointRates(Om, Z, T, vel, acc)
     xi = rod.Phi_c @ q + rod.xi_star_c
     Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
@@ -161,15 +171,20 @@ def joints(
     qdd: Float[Array, " n_dof"] | None = None,
     derivatives: bool = False,
     rate_matrix: bool = False,
+    anchored: bool = False,
 ) -> Joints:
     """Joint quantities of every joint, vectorised over joints.
 
     ``qd`` gives the vectors S q̇ and S q̈ + Ṡ q̇ (``qdd`` default zero) from Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇
     (:func:`~jaxse3.rod.magnus.magnus_rates`), the matrix Ṡ (C21) only when ``rate_matrix`` or ``derivatives`` asks
-    for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms.
+    for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms. ``anchored``: joints
+    from the first point of each run of constant strain (:func:`joint_rates`; not with ``derivatives`` or
+    ``rate_matrix``, whose recursions run joint by joint).
     """
+    if anchored and (derivatives or rate_matrix):
+        raise ValueError("joints: 'anchored' joints have no App. C terms or Ṡ; they belong to the joint-by-joint chain")
     order = rod.magnus_order
-    r = joint_rates(rod, q, qd, qdd)
+    r = joint_rates(rod, q, qd, qdd, anchored)
     S = r.T @ r.Z
     extra = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
     if qd is not None:

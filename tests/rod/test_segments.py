@@ -171,7 +171,8 @@ def test_constant_strain_runs_equal_the_joint_by_joint_kinematics(magnus_order):
     """A PCS rod with a constant reference strain forms ad_ξ's powers once per run of constant strain
     (``strain_run`` = n_gauss + 1, se3.dexp_rates along the run); the same rod with the reference strain given as a
     callable is integrated joint by joint from the Magnus expansion (``strain_run`` = 1). Both must agree to round-off
-    in every entry point that runs the kinematics: ID, M, ID at rest, FD and its Jacobians, the body Jacobians."""
+    in every entry point that runs the kinematics: ID, M, ID at rest, FD and its Jacobians, the body Jacobians (the
+    mass path evaluates each run's points side by side from the run's first point, the App. C path joint by joint)."""
     ref = (0.1, -0.3, 2.0, 1.0, 0.05, 0.0)  # precurved, sheared
     basis = R.PiecewiseConstantBasis(2)
     runs = _rod(basis, n_gauss=2, magnus_order=magnus_order, xi_star=ref)
@@ -192,3 +193,5 @@ def test_constant_strain_runs_equal_the_joint_by_joint_kinematics(magnus_order):
 
     for a, b in zip(outputs(runs), outputs(joints)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-10 * max(1.0, np.abs(b).max()))
+    with pytest.raises(ValueError, match=re.escape("'anchored' joints have no App. C terms")):
+        R.kinematics.joints(runs, q, qd, derivatives=True, anchored=True)
