@@ -419,6 +419,7 @@ def rnea(
     loads: Loads | None = None,
     level: str = "id",
     inertia: bool = True,
+    runs: bool = True,
 ) -> RNEAResult:
     """Recursive Newton–Euler inverse dynamics with optional analytical derivatives (seed 003 §4, digest §2.2).
 
@@ -430,6 +431,9 @@ def rnea(
         loads: external physical loads; they enter 𝓕_k with a minus sign, so the result is ID − Σ J_kᵀ𝓕ext_k.
         level: ``"id"`` (ID only), ``"mass"`` (+ M), ``"all"`` (+ M, ∂ID/∂q, ∂ID/∂q̇).
         inertia: False drops inertia, Coriolis and gravity (only the loads term remains; used for τ's loads).
+        runs: below level ``"all"``, evaluate the points of each run of constant strain side by side from the run's
+            first point (``Rod.strain_run``; anchored joints); False runs joint by joint, as level ``"all"`` does —
+            for a caller that evaluates both in one program, so that they share the joint kinematics.
     """
     if level not in _LEVELS:
         raise ValueError(f"rnea: 'level' must be one of {tuple(_LEVELS)}, got {level!r}")
@@ -447,7 +451,7 @@ def rnea(
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
     else:
         with_terms = level == "all" and inertia
-        run = 1 if level == "all" else rod.strain_run  # the App. C recursions run joint by joint
+        run = 1 if level == "all" or not runs else rod.strain_run  # the App. C recursions run joint by joint
         jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest, anchored=run > 1)
         fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms, run=run)
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level, rest)
