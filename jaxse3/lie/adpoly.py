@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
-from jaxse3.lie._algebra import Algebra, dense
+from jaxse3.lie._algebra import AdForm, Algebra, dense
 
 Scalar = float | jnp.ndarray
 
@@ -156,9 +157,9 @@ def ray_rates(
     """
     A, B = alg.ad_form(X), alg.ad_form(U)
     xi = jnp.dot(alg.rot(X), U)
-    col, mat = (lambda c: c[:, None]), (lambda c: c[:, None, None])
+    col = lambda c: c[:, None]
     P, Ui, Wi, dUi = None, U, W, None
-    F, v, a = p.c[0] * jnp.eye(alg.dim, dtype=X.dtype)[None], p.c[0] * U[None], p.c[0] * W[None]
+    F, v, a = [], p.c[0] * U[None], p.c[0] * W[None]  # F: the terms c_i s^i P_i, each in P_i's structured form
     si = jnp.ones_like(s)
     for i in range(1, len(p.c)):
         if i > 1:
@@ -167,12 +168,21 @@ def ray_rates(
         Ui, Wi, si = A @ Ui, A @ Wi, si * s
         if _nz(p.c[i]):
             c = p.c[i] * si
-            F = F + mat(c) * dense(P)[None]
+            F.append((c, P))
             v = v + col(c) * Ui[None]
             a = a + col(c) * Wi[None] + (0.0 if dUi is None else col(c) * dUi[None])
         if _nz(p.cbar[i]):
             a = a + col(p.cbar[i] * si * s * s * xi) * Ui[None]
-    return F, col(s) * v, col(s) * a
+    eye = p.c[0] * jnp.eye(alg.dim, dtype=X.dtype)
+    return eye + _scaled_sum(F, s.shape), col(s) * v, col(s) * a
+
+
+def _scaled_sum(terms: list, shape: tuple[int, ...]) -> jnp.ndarray:
+    """Σ c P over (c (m,), P) pairs as (m, n, n); AdForm terms are summed block by block and expanded once."""
+    if terms and isinstance(terms[0][1], AdForm):
+        blocks = [sum(c[:, None, None] * getattr(P, k)[None] for c, P in terms) for k in ("a", "b")]
+        return jax.vmap(lambda a, b: AdForm(a, b).dense())(*blocks)
+    return sum((c[:, None, None] * P[None] for c, P in terms), jnp.zeros(shape + (1, 1)))
 
 
 def _jac_parts(alg: Algebra, A: jnp.ndarray, Z: jnp.ndarray, n: int, transpose: bool):
