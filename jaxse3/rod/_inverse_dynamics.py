@@ -317,7 +317,7 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities)
     """BACKWARD of digest §2.2 (level "all"): the mass-only path's 𝓕^C, 𝓜^C, W^S and the sums P^S (22g), 𝓝^C, U^S,
     V^S (22d, 22f, 28c; with inertia) and E^S (56; with loads), giving ID (14), ∂ID/∂q (21, 55), ∂ID/∂q̇ (27) and
     M = ∂ID/∂q̈ (32, 34)."""
-    n, dtype, order = rod.n_dof, pts.F.dtype, rod.magnus_order
+    n, dtype, order = rod.n_dof, pts.F.dtype, rod.expansion_order
 
     def step(
         c: tuple[Composites, DerivativeSums],
@@ -375,7 +375,7 @@ def _rnea_tau(
     """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
     from :func:`~jaxse3.rod.kinematics.joint_rates` (zero at rest, ``qd`` None), and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
     :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
-    order = rod.magnus_order
+    order = rod.expansion_order
     xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
     r = joint_rates(rod, q, qd, qdd)  # zero rates at rest
     Om, S_qd, S_acc = r.Omega, r.vel, r.acc

@@ -65,7 +65,7 @@ def check_state(rod: Rod, **arrays: ArrayLike | None) -> None:
 def joint_twists(rod: Rod, q: Float[Array, " n_dof"]) -> tuple[Float[Array, "n_p-1 6"], Float[Array, "n_p-1 6 n_dof"]]:
     """Ω_α and 𝓩_α of every joint: (n_p − 1, 6) and (n_p − 1, 6, n_dof) (C1, C5)."""
     xi_c = rod.Phi_c @ q + rod.xi_star_c
-    order = rod.magnus_order
+    order = rod.expansion_order
     Om = jax.vmap(lambda x, h: magnus_omega(x, h, order))(xi_c, rod.h)
     Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi_c, rod.Phi_c, rod.h)
     return Om, Z
@@ -91,32 +91,30 @@ def joint_rates(
     """Ω_α, 𝓩_α, T(Ω_α) and the twist rates S_α q̇ = T Ω̇ and S_α q̈ + Ṡ_α q̇ = T Ω̈ + Ṫ Ω̇ of every joint (C1, C5, C6,
     C8, C15, C21), with Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇; ``qd = qdd = None`` is the rod at rest (zero rates).
 
-    On a run of ``rod.strain_run`` intervals of constant strain ξ (a piecewise-constant basis) Ω_α = h_α ξ and
-    𝓩_α = h_α Φ exactly, for any Magnus order, and :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per
-    run; otherwise every joint is its own run (Ω_α from the Magnus expansion, scale 1).
+    Joint by joint, Ω_α, Ω̇_α, Ω̈_α come from the Magnus expansion (on a run of ``rod.strain_run`` intervals of constant
+    strain ξ, Ω_α = h_α ξ exactly) and T, Ṫ Ω̇ from ``se3.dexp`` and ``se3.d_dexp_apply``.
 
-    ``anchored``: on runs of constant strain, joint α goes from the run's first point (its anchor) to point α + 1
-    instead of from point α, Ω = (X_{α+1} − X_anchor) ξ, so that every point of a run follows from its anchor alone
-    (:func:`jaxse3.rod._inverse_dynamics.rnea` evaluates the points of a run side by side). The same joints without
-    runs.
+    ``anchored`` (for runs of constant strain): joint α goes from the run's first point (its anchor) to point α + 1,
+    Ω = (X_{α+1} − X_anchor) ξ, so that every point of a run follows from its anchor alone
+    (:func:`jaxse3.rod._inverse_dynamics.rnea` evaluates a run's points side by side), and
+    :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per run. Without runs it changes nothing.
     """
-    m, order = rod.strain_run, rod.magnus_order
+    m, order = rod.strain_run, rod.expansion_order
     zero = jnp.zeros_like(q)
     qd, qdd = (zero if v is None else v for v in (qd, qdd))
-    if m > 1:  # runs of constant strain: ξ, Φ at the first collocation point of each run's first interval
-        Phi = rod.Phi_c[::m, 0]  # (n_runs, 6, n)
-        X, U, W = Phi @ q + rod.xi_star_c[::m, 0], Phi @ qd, Phi @ qdd
-        s = rod.X[1:].reshape(-1, m) - rod.X[:-1:m, None] if anchored else rod.h.reshape(-1, m)
-        T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(X, U, W, s))
-        s = s.reshape(-1)
-        Om = s[:, None] * jnp.repeat(X, m, axis=0)
-        Z = s[:, None, None] * jnp.repeat(Phi, m, axis=0)
-        return JointRates(Om, Z, T, vel, acc)
     xi = rod.Phi_c @ q + rod.xi_star_c
+    if m > 1 and anchored:  # ξ, Φ of each run at the first collocation point of its first interval
+        Phi = rod.Phi_c[::m, 0]  # (n_runs, 6, n)
+        s = rod.X[1:].reshape(-1, m) - rod.X[:-1:m, None]
+        T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(xi[::m, 0], Phi @ qd, Phi @ qdd, s))
+        s = s.reshape(-1)
+        Om = s[:, None] * jnp.repeat(xi[::m, 0], m, axis=0)
+        return JointRates(Om, s[:, None, None] * jnp.repeat(Phi, m, axis=0), T, vel, acc)
     Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
     Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi, rod.Phi_c, rod.h)
-    T, vel, acc = (a[:, 0] for a in se3.dexp_rates(Om, Om_d, Om_dd, jnp.ones_like(rod.h)[:, None]))
-    return JointRates(Om, Z, T, vel, acc)
+    T = se3.dexp(Om)
+    acc = jnp.einsum("kij,kj->ki", T, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ without the matrix Ṫ
+    return JointRates(Om, Z, T, jnp.einsum("kij,kj->ki", T, Om_d), acc)
 
 
 def _chain(base: jax.Array, steps: jax.Array) -> jax.Array:
@@ -183,7 +181,7 @@ def joints(
     """
     if anchored and (derivatives or rate_matrix):
         raise ValueError("joints: 'anchored' joints have no App. C terms or Ṡ; they belong to the joint-by-joint chain")
-    order = rod.magnus_order
+    order = rod.expansion_order
     r = joint_rates(rod, q, qd, qdd, anchored)
     S = r.T @ r.Z
     extra = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
@@ -193,11 +191,17 @@ def joints(
 
         def one(Om, Z, T, Phi_c, h):
             a = Z @ qd  # Ω̇
-            Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
             dT = se3.d_dexp(Om, a)  # Ṫ
+            acc = jnp.zeros_like(qd) if qdd is None else qdd
+            if order == 2:  # 𝓩 does not depend on q: 𝓩̇ = 0 and every term in it vanishes
+                out = dict(Sd=dT @ Z)  # (C21)
+                if derivatives:  # dexp_jac is linear in its second argument: one vectorised call for both
+                    Ja, Jb = se3.dexp_jac(Om, jnp.stack([a, Z @ acc]))
+                    out.update(dS_qd=Ja @ Z, dSd_qd=se3.dexp_jac_dir(Om, a, a) @ Z, dS_qdd=Jb @ Z)  # (C19, C24, C20)
+                return out
+            Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
             out = dict(Sd=dT @ Z + T @ Zd)  # (C21)
-            if derivatives:  # dexp_jac is linear in its second argument: one vectorised call for the three
-                acc = jnp.zeros_like(qd) if qdd is None else qdd
+            if derivatives:
                 Ja, Jc, Jb = se3.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ acc]))
                 out["dS_qd"] = Ja @ Z + T @ Zd
                 out["dSd_qd"] = se3.dexp_jac_dir(Om, a, a) @ Z + (dT + Ja) @ Zd + Jc @ Z

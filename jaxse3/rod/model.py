@@ -206,6 +206,13 @@ class Rod(eqx.Module):
         self.magnus_order = int(magnus_order)
         self.strain_run = n_gauss + 1 if isinstance(basis, PiecewiseConstantBasis) and not callable(xi_star) else 1
 
+    @property
+    def expansion_order(self) -> int:
+        """The Magnus order the kinematics evaluates: 2 on runs of constant strain (``strain_run`` > 1), where the
+        commutator terms of the 4th-order expansion vanish identically (ξ₁ = ξ₂ in (C1), 𝓩 = hΦ in (C5), 𝓩̇ = 0 in
+        (C8)) and the 2nd-order formulas at any collocation node are exact; else ``magnus_order``."""
+        return 2 if self.strain_run > 1 else self.magnus_order
+
 
 def cdm_rod(
     n_gauss: int = 5, orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2), magnus_order: int = 4, hanging: bool = True
