@@ -101,7 +101,7 @@ class PointQuantities(NamedTuple):
     """Per-point inputs of the backward pass (leading axis n_p); None where the level does not use them."""
 
     F: Float[Array, "... 6"]  # 𝓕_k, external wrenches subtracted (16)
-    M: Float[Array, "... 6 6"] | None  # 𝓜_k, the weighted screw inertia (16); None without inertia or for ID alone
+    M: Float[Array, "... 6"] | None  # 𝓜_k, the weighted screw inertia (16), diagonal; None without inertia or for ID
     N: Float[Array, "... 6 6"] | None  # 𝓝_k (20a); None without inertia or below level "all"
     dFext: Float[Array, "... 6 n_dof"] | None  # ∂𝓕ext_k/∂q (55, 56); None without loads or below level "all"
 
@@ -228,26 +228,22 @@ def _forward_pass(
 
 
 def _point_wrenches(
-    Mk: Float[Array, "n_p 6 6"],
+    Mk: Float[Array, "n_p 6"],
     g: Float[Array, "n_p 4 4"],
     eta: Float[Array, "n_p 6"],
     etad: Float[Array, "n_p 6"],
     grav: Float[Array, " 6"],
 ) -> Float[Array, "n_p 6"]:
-    """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads."""
-    Meta = jnp.einsum("kij,kj->ki", Mk, eta)
+    """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads; ``Mk``: the
+    diagonals of 𝓜_k."""
     gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(g), grav)
-    return (
-        jnp.einsum("kij,kj->ki", Mk, etad)
-        + jnp.einsum("kij,kj->ki", _coad_star(eta), Meta)
-        - jnp.einsum("kij,kj->ki", Mk, gloc)
-    )
+    return Mk * (etad - gloc) + jnp.einsum("kij,kj->ki", _coad_star(eta), Mk * eta)
 
 
-def _point_N(Mk: Float[Array, "n_p 6 6"], eta: Float[Array, "n_p 6"]) -> Float[Array, "n_p 6 6"]:
-    """𝓝_k = \\bar{ad}*_{𝓜_k η_k} + ad*_{η_k} 𝓜_k − 𝓜_k ad_{η_k} at every point (20a)."""
+def _point_N(Mk: Float[Array, "n_p 6"], eta: Float[Array, "n_p 6"]) -> Float[Array, "n_p 6 6"]:
+    """𝓝_k = \\bar{ad}*_{𝓜_k η_k} + ad*_{η_k} 𝓜_k − 𝓜_k ad_{η_k} at every point (20a); ``Mk``: the diagonals of 𝓜_k."""
     adeta = se3.ad(eta)
-    return -se3.adbar(jnp.einsum("kij,kj->ki", Mk, eta)) - jnp.swapaxes(adeta, -1, -2) @ Mk - Mk @ adeta
+    return -se3.adbar(Mk * eta) - jnp.swapaxes(adeta, -1, -2) * Mk[:, None, :] - Mk[:, :, None] * adeta
 
 
 def _point_quantities(
@@ -289,7 +285,7 @@ def _composite_step(
     FC = j.coAd @ (p.F + c.FC)  # (22c)
     if p.M is None:
         return Composites(FC, None, None), RNEAResult(j.S.T @ FC, None, None, None)  # (14)
-    MC = j.coAd @ (p.M + c.MC) @ j.Ad_inv  # (22e)
+    MC = j.coAd @ (p.M[:, None] * jnp.eye(6, dtype=p.M.dtype) + c.MC) @ j.Ad_inv  # (22e)
     W = MC @ j.S + j.coAd @ c.W  # (33)
     return Composites(FC, MC, W), RNEAResult(j.S.T @ FC, j.S.T @ (MC @ J + W), None, None)  # (14), (32)
 
@@ -309,7 +305,7 @@ def _mass_pass(fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
     tau = jnp.einsum("kin,ki->n", J, pts.F)  # (14)
     if pts.M is None:
         return RNEAResult(tau, None, None, None)
-    MJ = jnp.einsum("kij,kjn->kin", pts.M, J)
+    MJ = pts.M[..., None] * J  # 𝓜_k J_k, 𝓜_k diagonal
     return RNEAResult(tau, jnp.einsum("kin,kim->nm", J, MJ), None, None)  # (32, 34)
 
 

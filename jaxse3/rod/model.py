@@ -78,8 +78,9 @@ class Rod(eqx.Module):
             PiecewiseConstantBasis, ``n_segments`` must be a multiple of the basis's segments.
 
     Attributes (arrays): ``length``, ``X`` (n_p,), ``weights`` (n_p,), ``h`` (n_p − 1,), ``Phi`` (n_p, 6, n),
-    ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6, 6),
-    ``stiffness`` (n, n), ``damping`` (n, n), ``contact_radius`` (n_p,), ``gravity`` (3,), ``base_pose`` (4, 4),
+    ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6): the
+    diagonals of 𝓜_k (diagonal in the section's principal axes, which are the rod's local axes), ``stiffness`` (n, n),
+    ``damping`` (n, n), ``contact_radius`` (n_p,), ``gravity`` (3,), ``base_pose`` (4, 4),
     ``tendon_d``, ``tendon_dd`` (n_a, n_p, 3). Static: ``n_dof``, ``n_points``, ``n_tendons``, ``magnus_order``, and
     ``strain_run``: the number of consecutive Magnus intervals on which the strain is constant — ``n_gauss + 1`` (one
     quadrature segment) for a PiecewiseConstantBasis with a constant ``xi_star``, else 1. On such a run Ω_α = h_α ξ for
@@ -182,7 +183,7 @@ class Rod(eqx.Module):
                 f"{np.asarray(area)} at X = {np.asarray(X)}"
             )
         self.xi_star, self.xi_star_c = xs(X), xs(Xc)
-        self.inertia = w[:, None, None] * screw_inertia(section, material, X, L)
+        self.inertia = w[:, None] * jnp.diagonal(screw_inertia(section, material, X, L), axis1=-2, axis2=-1)
         wPhi = w[:, None, None] * self.Phi
         self.stiffness = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L), self.Phi)
         self.damping = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L), self.Phi)

@@ -91,7 +91,7 @@ def kane(rod, q, qd):
     g = poses(rod, q)
     J, eta, Jdqd = twists_and_bias(rod, q, qd)
     grav = jnp.concatenate([jnp.zeros(3), rod.gravity])
-    Mk = rod.inertia
+    Mk = jax.vmap(jnp.diag)(rod.inertia)  # the model stores the diagonals of 𝓜_k
     M = jnp.einsum("kin,kij,kjm->nm", J, Mk, J)
     adstar = lambda e: -ad(e).T
     bias = jnp.stack(

@@ -67,8 +67,8 @@ def test_cdm_rod_data():
     r = 0.03 - 0.015 * rod.X / 0.5
     np.testing.assert_allclose(rod.contact_radius, r, atol=1e-15)
     A, J = np.pi * r**2, np.pi * r**4 / 4
-    np.testing.assert_allclose(rod.inertia[:, 3, 3], rod.weights * 1000.0 * A, rtol=1e-13)
-    np.testing.assert_allclose(rod.inertia[:, 0, 0], rod.weights * 1000.0 * 2 * J, rtol=1e-13)
+    np.testing.assert_allclose(rod.inertia[:, 3], rod.weights * 1000.0 * A, rtol=1e-13)
+    np.testing.assert_allclose(rod.inertia[:, 0], rod.weights * 1000.0 * 2 * J, rtol=1e-13)
     for Kmat in (rod.stiffness, rod.damping):  # D64, D65: symmetric positive definite for this full basis
         np.testing.assert_allclose(Kmat, Kmat.T, atol=1e-12 * float(jnp.max(jnp.abs(Kmat))))
         assert float(jnp.min(jnp.linalg.eigvalsh(Kmat))) > 0

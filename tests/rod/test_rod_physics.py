@@ -110,7 +110,7 @@ def test_contact_keeps_the_rod_inside_the_cylinder():
 def _energy(rod, q, qd):
     M = R.mass_matrix(rod, q)
     r = R.forward_kinematics(rod, q)[:, :3, 3]
-    m = rod.inertia[:, 3, 3]
+    m = rod.inertia[:, 3]
     return 0.5 * qd @ M @ qd + 0.5 * q @ rod.stiffness @ q - jnp.sum(m * (r @ rod.gravity))
 
 
