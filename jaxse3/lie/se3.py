@@ -38,7 +38,7 @@ from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodi
     dcay_se3 as dcay,
 )
 from jaxse3.lie.rules import family_poly
-from jaxse3.lie.shapes import batched
+from jaxse3.lie.shapes import as_float, batched
 from jaxse3.lie.tangents import custom_rule
 
 __all__ = [
@@ -232,13 +232,17 @@ def dexp_rates(
     Returns:
         ``(..., m, 6, 6)``, ``(..., m, 6)``, ``(..., m, 6)``.
     """
+    X, U, W, s = as_float(X, U, W, s)
+    for name, a in (("X", X), ("U", U), ("W", W)):
+        if a.ndim < 1 or a.shape[-1] != 6:
+            raise ValueError(f"dexp_rates: argument '{name}' must have shape (..., 6), got {tuple(a.shape)}")
+    if s.ndim < 1:
+        raise ValueError(f"dexp_rates: argument 's' must have shape (..., m) (the scales), got {tuple(s.shape)}")
     return _dexp_rates(X, U, W, s)
 
 
 @functools.partial(jnp.vectorize, signature="(k),(k),(k),(m)->(m,k,k),(m,k),(m,k)")
 def _dexp_rates(X, U, W, s):
-    if X.shape != (6,):
-        raise ValueError(f"dexp_rates: arguments 'X', 'U', 'W' must have shape (..., 6), got {X.shape}")
     return adpoly.ray_rates(SE3, X, U, W, s, family_poly(SE3, X, "dexp", 1, scale=s))
 
 

@@ -166,3 +166,7 @@ def test_dexp_rates_on_a_ray(phi):
     close(T2[0], T)
     close(a2[0], a)
     close(T2[1], se3.dexp(2 * s[:, None] * U))
+    with pytest.raises(ValueError, match="dexp_rates: argument 'U' must have shape"):
+        se3.dexp_rates(X, U[:5], W, s)
+    with pytest.raises(ValueError, match="dexp_rates: argument 's' must have shape"):
+        se3.dexp_rates(X, U, W, 1.0)
