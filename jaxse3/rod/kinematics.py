@@ -100,7 +100,7 @@ def joint_rates(
     :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per run. Without runs it changes nothing.
     """
     m, order = rod.strain_run, rod.expansion_order
-    zero = jnp.zeros_like(q)
+    rest, zero = qd is None and qdd is None, jnp.zeros_like(q)
     qd, qdd = (zero if v is None else v for v in (qd, qdd))
     xi = rod.Phi_c @ q + rod.xi_star_c
     if m > 1 and anchored:  # ξ, Φ of each run at the first collocation point of its first interval
@@ -113,6 +113,8 @@ def joint_rates(
     Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
     Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi, rod.Phi_c, rod.h)
     T = se3.dexp(Om)
+    if rest:  # no rates to form (statics)
+        return JointRates(Om, Z, T, jnp.zeros_like(Om), jnp.zeros_like(Om))
     acc = jnp.einsum("kij,kj->ki", T, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ without the matrix Ṫ
     return JointRates(Om, Z, T, jnp.einsum("kij,kj->ki", T, Om_d), acc)
 
