@@ -309,10 +309,16 @@ def _mass_pass(fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
     return RNEAResult(tau, jnp.einsum("kin,kim->nm", J, MJ), None, None)  # (32, 34)
 
 
-def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities) -> RNEAResult:
+def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities, run: int = 1) -> RNEAResult:
     """BACKWARD of digest §2.2 (level "all"): the mass-only path's 𝓕^C, 𝓜^C, W^S and the sums P^S (22g), 𝓝^C, U^S,
     V^S (22d, 22f, 28c; with inertia) and E^S (56; with loads), giving ID (14), ∂ID/∂q (21, 55), ∂ID/∂q̇ (27) and
-    M = ∂ID/∂q̈ (32, 34)."""
+    M = ∂ID/∂q̈ (32, 34).
+
+    ``run`` > 1 (anchored joints, see :func:`_forward_pass`): the joints of a run all start at its anchor, so the
+    chain is a tree whose anchors each carry a star of ``run`` joints, and the sums of a joint run over its subtree
+    (the rule of seed 003 §2.3 for branched linkages: (•)^C and (•)^S summed over all children). Only the run's last
+    joint has children (the next run's joints), so the scan takes one step per run: the run's joints side by side,
+    the last one fed with the sums of the run ahead (the others with zero), and their sums added at the anchor."""
     n, dtype, order = rod.n_dof, pts.F.dtype, rod.expansion_order
 
     def step(
@@ -344,12 +350,20 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities)
         dSTF = j.Z.T @ se3.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
         return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
 
+    def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor
+        first = lambda a: jnp.zeros((run - 1,) + a.shape, a.dtype)  # no joint ahead of the run's other joints
+        ahead = jax.tree.map(lambda a: jnp.concatenate([first(a), a[None]]), c)
+        sums, rows = jax.vmap(step)(ahead, x)
+        return jax.tree.map(lambda a: jnp.sum(a, axis=0), sums), _sum_over_joints(rows)
+
     inertia, rest = pts.M is not None, pts.N is None
     loads = pts.dFext is not None
     c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads, rest))
-    k_joint = jax.tree.map(lambda a: a[:-1], fwd.points)  # point α of joint α
-    xs = (jt, _next_points(pts), k_joint, fwd.terms, rod.Phi_c, rod.h)
-    _, rows = jax.lax.scan(step, c0, xs, reverse=True)
+    start = (lambda a: a[:-1]) if run == 1 else (lambda a: jnp.repeat(a[:-1:run], run, axis=0))  # point α or anchor
+    xs = (jt, _next_points(pts), jax.tree.map(start, fwd.points), fwd.terms, rod.Phi_c, rod.h)
+    if run > 1:
+        xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), xs)
+    _, rows = jax.lax.scan(step if run == 1 else run_step, c0, xs, reverse=True)
     return _sum_over_joints(rows)
 
 
@@ -415,7 +429,6 @@ def rnea(
     loads: Loads | None = None,
     level: str = "id",
     inertia: bool = True,
-    runs: bool = True,
 ) -> RNEAResult:
     """Recursive Newton–Euler inverse dynamics with optional analytical derivatives (seed 003 §4, digest §2.2).
 
@@ -427,9 +440,6 @@ def rnea(
         loads: external physical loads; they enter 𝓕_k with a minus sign, so the result is ID − Σ J_kᵀ𝓕ext_k.
         level: ``"id"`` (ID only), ``"mass"`` (+ M), ``"all"`` (+ M, ∂ID/∂q, ∂ID/∂q̇).
         inertia: False drops inertia, Coriolis and gravity (only the loads term remains; used for τ's loads).
-        runs: below level ``"all"``, evaluate the points of each run of constant strain side by side from the run's
-            first point (``Rod.strain_run``; anchored joints); False runs joint by joint, as level ``"all"`` does —
-            for a caller that evaluates both in one program, so that they share the joint kinematics.
     """
     if level not in _LEVELS:
         raise ValueError(f"rnea: 'level' must be one of {tuple(_LEVELS)}, got {level!r}")
@@ -447,11 +457,11 @@ def rnea(
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
     else:
         with_terms = level == "all" and inertia
-        run = 1 if level == "all" or not runs else rod.strain_run  # the App. C recursions run joint by joint
+        run = rod.strain_run  # > 1: each run's points side by side from its first point (anchored joints)
         jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest, anchored=run > 1)
         fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms, run=run)
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level, rest)
-        r = _backward_pass(rod, jt, fwd, pts) if level == "all" else _mass_pass(fwd, pts)
+        r = _backward_pass(rod, jt, fwd, pts, run) if level == "all" else _mass_pass(fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced
     return r._replace(**{name: zero for name in _LEVELS[level] if getattr(r, name) is None})
 

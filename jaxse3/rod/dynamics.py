@@ -95,10 +95,10 @@ def generalized_forces(
     return _tau(rod, q, qd, _u(rod, u, q.dtype), loads)
 
 
-def _fd_parts(rod, q, qd, u, loads, runs=True):
-    """q̈ = FD and M (one RNEA pass at q̈ = 0 with the loads); ``runs``: see :func:`rnea`."""
+def _fd_parts(rod, q, qd, u, loads):
+    """q̈ = FD and M (one RNEA pass at q̈ = 0 with the loads)."""
     z = jnp.zeros_like(q)
-    r = rnea(rod, q, qd, z, loads=loads, level="mass", runs=runs)
+    r = rnea(rod, q, qd, z, loads=loads, level="mass")
     rhs = internal_forces(rod, q, qd, u) - r.tau
     chol = jax.scipy.linalg.cho_factor(r.M)
     return jax.scipy.linalg.cho_solve(chol, rhs), chol
@@ -109,7 +109,7 @@ def _fd_plain(rod, q, qd, u, loads):
 
 
 def _fd_jacobians(rod, q, qd, u, loads):
-    qdd, chol = _fd_parts(rod, q, qd, u, loads, runs=False)  # joint by joint, shared with the derivative pass
+    qdd, chol = _fd_parts(rod, q, qd, u, loads)
     r = rnea(rod, q, qd, qdd, loads=loads, level="all")  # ∂ID/∂(q, q̇) at q̈ = FD, loads included (−Σ Jᵀ𝓕ext)
     tq, tqd = internal_forces_derivatives(rod, q, qd, u)
     solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)

@@ -178,11 +178,9 @@ def joints(
     ``qd`` gives the vectors S q̇ and S q̈ + Ṡ q̇ (``qdd`` default zero) from Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇
     (:func:`~jaxse3.rod.magnus.magnus_rates`), the matrix Ṡ (C21) only when ``rate_matrix`` or ``derivatives`` asks
     for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms. ``anchored``: joints
-    from the first point of each run of constant strain (:func:`joint_rates`; not with ``derivatives`` or
-    ``rate_matrix``, whose recursions run joint by joint).
+    from the first point of each run of constant strain (:func:`joint_rates`). An anchored joint is a joint like any
+    other, Ω = sξ(q) with 𝓩 = sΦ constant, so its Ṡ and App. C terms are the 2nd-order ones.
     """
-    if anchored and (derivatives or rate_matrix):
-        raise ValueError("joints: 'anchored' joints have no App. C terms or Ṡ; they belong to the joint-by-joint chain")
     order = rod.expansion_order
     r = joint_rates(rod, q, qd, qdd, anchored)
     S = r.T @ r.Z

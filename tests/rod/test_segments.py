@@ -169,29 +169,36 @@ def test_static_deflection_under_gravity_matches_small_deflection_theory():
 @pytest.mark.parametrize("magnus_order", [2, 4])
 def test_constant_strain_runs_equal_the_joint_by_joint_kinematics(magnus_order):
     """A PCS rod with a constant reference strain forms ad_ξ's powers once per run of constant strain
-    (``strain_run`` = n_gauss + 1, se3.dexp_rates along the run); the same rod with the reference strain given as a
-    callable is integrated joint by joint from the Magnus expansion (``strain_run`` = 1). Both must agree to round-off
-    in every entry point that runs the kinematics: ID, M, ID at rest, FD and its Jacobians, the body Jacobians (the
-    mass path evaluates each run's points side by side from the run's first point, the App. C path joint by joint)."""
+    (``strain_run`` = n_gauss + 1, se3.dexp_rates along the run) and evaluates each run's points side by side from the
+    run's first point: the chain becomes a tree of stars, and the App. C recursions sum over each anchor's joints. The
+    same rod with the reference strain given as a callable is integrated joint by joint from the Magnus expansion
+    (``strain_run`` = 1). Both must agree to round-off in every entry point that runs the kinematics: ID and its
+    derivatives, M, ID at rest and its Jacobian (statics), FD and its Jacobians with and without external loads
+    (point wrenches, contact), the generalised forces' Jacobians, the body Jacobians and the poses."""
     ref = (0.1, -0.3, 2.0, 1.0, 0.05, 0.0)  # precurved, sheared
     basis = R.PiecewiseConstantBasis(2)
     runs = _rod(basis, n_gauss=2, magnus_order=magnus_order, xi_star=ref)
     joints = _rod(basis, n_gauss=2, magnus_order=magnus_order, xi_star=lambda X, L: jnp.asarray(ref))
     assert runs.strain_run == 3 and joints.strain_run == 1
     q, qd, qdd = (0.5 * jax.random.normal(jax.random.PRNGKey(k), (12,)) for k in range(3))
+    wrenches = jax.random.normal(jax.random.PRNGKey(3), (2, runs.n_points, 6))
+    loads = R.Loads(local=wrenches[0], world=wrenches[1], contact=R.CylinderContact(0.1, 1e3, 1.5))
 
     def outputs(rod):
         return (
             R.inverse_dynamics(rod, q, qd, qdd),
+            *R.inverse_dynamics_derivatives(rod, q, qd, qdd),
             R.mass_matrix(rod, q),
             R.inverse_dynamics_at_rest(rod, q),
+            jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1)(rod, q),
             R.forward_dynamics(rod, q, qd),
             *R.forward_dynamics_jacobians(rod, q, qd),
+            R.forward_dynamics(rod, q, qd, loads=loads),
+            *R.forward_dynamics_jacobians(rod, q, qd, loads=loads),
+            *R.generalized_forces_derivatives(rod, q, qd, loads=loads),
             R.body_jacobians(rod, q),
             R.forward_kinematics(rod, q),
         )
 
-    for a, b in zip(outputs(runs), outputs(joints)):
+    for a, b in zip(outputs(runs), outputs(joints), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-10 * max(1.0, np.abs(b).max()))
-    with pytest.raises(ValueError, match=re.escape("'anchored' joints have no App. C terms")):
-        R.kinematics.joints(runs, q, qd, derivatives=True, anchored=True)
