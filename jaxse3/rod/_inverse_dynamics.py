@@ -353,16 +353,17 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
     def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor
         first = lambda a: jnp.zeros((run - 1,) + a.shape, a.dtype)  # no joint ahead of the run's other joints
         ahead = jax.tree.map(lambda a: jnp.concatenate([first(a), a[None]]), c)
-        sums, rows = jax.vmap(step)(ahead, x)
+        sums, rows = jax.vmap(step, in_axes=(0, (0, 0, None, 0, 0, 0)))(ahead, x)  # one anchor for the run
         return jax.tree.map(lambda a: jnp.sum(a, axis=0), sums), _sum_over_joints(rows)
 
     inertia, rest = pts.M is not None, pts.N is None
     loads = pts.dFext is not None
     c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads, rest))
-    start = (lambda a: a[:-1]) if run == 1 else (lambda a: jnp.repeat(a[:-1:run], run, axis=0))  # point α or anchor
-    xs = (jt, _next_points(pts), jax.tree.map(start, fwd.points), fwd.terms, rod.Phi_c, rod.h)
+    start = jax.tree.map(lambda a: a[:-1:run], fwd.points)  # point α of joint α, or the anchor of each run
+    joint_xs = (jt, _next_points(pts), fwd.terms, rod.Phi_c, rod.h)
     if run > 1:
-        xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), xs)
+        joint_xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), joint_xs)
+    xs = (*joint_xs[:2], start, *joint_xs[2:])
     _, rows = jax.lax.scan(step if run == 1 else run_step, c0, xs, reverse=True)
     return _sum_over_joints(rows)
 
