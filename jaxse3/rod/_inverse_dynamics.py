@@ -30,6 +30,7 @@ solver that linearises it run the analytical formulas (counted in :data:`ROD_RUL
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import NamedTuple
 
 import jax
@@ -38,6 +39,7 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float, PyTree
 
 from jaxse3 import se3
+from jaxse3.lie import se2
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import Joints, check_state, joint_rates, joints
@@ -138,8 +140,13 @@ class DerivativeSums(NamedTuple):
         return cls(z6n, NC, z6n if inertia else None, V, z6n if loads else None)
 
 
+def _lie(twists: Array) -> ModuleType:
+    """The algebra of twists of this size: se(3) (6), or se(2) (3) on the mass path of a planar rod."""
+    return se2 if twists.shape[-1] == 3 else se3
+
+
 def _coad_star(eta: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:  # ad*_η = −ad_ηᵀ
-    return -se3.ad(eta).swapaxes(-1, -2)
+    return -_lie(eta).ad(eta).swapaxes(-1, -2)
 
 
 def _with_tip(hist: PyTree[Array], last: PyTree[Array]) -> PyTree[Array]:
@@ -186,13 +193,14 @@ def _forward_pass(
 
     ``run`` > 1: ``jt`` holds anchored joints (``joints(..., anchored=True)``, runs of ``run`` joints from a common
     anchor point), and the scan takes one step per run, computing the run's points side by side from its anchor."""
-    n, dtype = jt.S.shape[-1], jt.S.dtype
-    zero = jnp.zeros((6, n), dtype)
+    (d, n), dtype = jt.S.shape[-2:], jt.S.dtype
+    zero = jnp.zeros((d, n), dtype)
     rest = jt.S_qd is None
+    ad = se2.ad if d == 3 else se3.ad
     init = PointKinematics(
         base,
-        jnp.zeros(6, dtype),
-        jnp.zeros(6, dtype),
+        jnp.zeros(d, dtype),
+        jnp.zeros(d, dtype),
         zero,
         (JointTerms(None, zero, None) if rest else JointTerms(zero, zero, zero)) if terms else None,
     )
@@ -200,7 +208,7 @@ def _forward_pass(
     def point(k: PointKinematics, j: Joints) -> tuple[PointKinematics, JointTerms | None]:
         """The point at the end of joint j, whose start (or anchor) is the point k."""
         eta_p = k.eta if rest else k.eta + j.S_qd  # η_α⁺
-        etad_p = k.etad if rest else k.etad + j.S_acc + se3.ad(k.eta) @ j.S_qd  # η̇_α⁺
+        etad_p = k.etad if rest else k.etad + j.S_acc + ad(k.eta) @ j.S_qd  # η̇_α⁺
         joint_terms = _joint_terms(j, k, eta_p, etad_p, grav) if terms else None
         transport = lambda X, XB: j.Ad_inv @ (X + XB)  # X^B_{α+1} = Ad⁻¹_{g_{α,α+1}}(X_α + X^B_α)
         nxt = PointKinematics(
@@ -236,7 +244,7 @@ def _point_wrenches(
 ) -> Float[Array, "n_p 6"]:
     """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜_k Ad⁻¹_{g_k} 𝓖 at every point (16), without external loads; ``Mk``: the
     diagonals of 𝓜_k."""
-    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(g), grav)
+    gloc = jnp.einsum("kij,j->ki", _lie(grav).Ad_inv(g), grav)
     return Mk * (etad - gloc) + jnp.einsum("kij,kj->ki", _coad_star(eta), Mk * eta)
 
 
@@ -259,6 +267,8 @@ def _point_quantities(
     wrenches — and what the backward pass of ``level`` needs: 𝓜_k, 𝓝_k (20a; zero at ``rest``, then None),
     ∂𝓕ext_k/∂q (55, 56)."""
     Mk = rod.inertia.astype(grav.dtype)
+    if grav.shape[-1] == 3:  # on the plane
+        Mk = Mk[:, se2.PLANE]
     F = _point_wrenches(Mk, kin.g, kin.eta, kin.etad, grav) if inertia else jnp.zeros((rod.n_points, 6), grav.dtype)
     ext = external_wrenches(rod, loads, kin.g, kin.J)  # None without loads
     if ext is not None:
@@ -456,6 +466,12 @@ def rnea(
         r = RNEAResult(jnp.zeros(rod.n_dof, dtype), None, None, None)
     elif level == "id" and not has_loads:
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
+    elif rod.planar and level == "mass" and not has_loads:  # ID and M on SE(2)
+        run = rod.strain_run
+        base_grav = (se3.Ad_inv(rod.base_pose.astype(dtype)) @ grav)[jnp.asarray(se2.PLANE)]  # 𝓖 in the base frame
+        jt = joints(rod, q, qd, qdd, anchored=run > 1, planar=True)
+        fwd = _forward_pass(jt, base_grav, jnp.eye(3, dtype=dtype), terms=False, run=run)
+        r = _mass_pass(fwd, _point_quantities(rod, fwd.points, base_grav, None, inertia, level, rest))
     else:
         with_terms = level == "all" and inertia
         run = rod.strain_run  # > 1: each run's points side by side from its first point (anchored joints)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
+from jaxse3.lie import se2
 from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_rates, magnus_Z
 from jaxse3.rod.model import Rod
 
@@ -87,6 +88,7 @@ def joint_rates(
     qd: Float[Array, " n_dof"] | None,
     qdd: Float[Array, " n_dof"] | None,
     anchored: bool = False,
+    planar: bool = False,
 ) -> JointRates:
     """Ω_α, 𝓩_α, T(Ω_α) and the twist rates S_α q̇ = T Ω̇ and S_α q̈ + Ṡ_α q̇ = T Ω̈ + Ṫ Ω̇ of every joint (C1, C5, C6,
     C8, C15, C21), with Ω̇ = 𝓩q̇ and Ω̈ = 𝓩q̈ + 𝓩̇q̇; ``qd = qdd = None`` is the rod at rest (zero rates).
@@ -98,25 +100,61 @@ def joint_rates(
     Ω = (X_{α+1} − X_anchor) ξ, so that every point of a run follows from its anchor alone
     (:func:`jaxse3.rod._inverse_dynamics.rnea` evaluates a run's points side by side), and
     :func:`~jaxse3.lie.se3.dexp_rates` forms the powers of ad_ξ once per run. Without runs it changes nothing.
+
+    ``planar`` (a ``rod.planar`` rod): the twists' in-plane components (ω_z, v_x, v_y) on SE(2) (:mod:`jaxse3.lie.se2`):
+    (…, 3) vectors and (…, 3, 3) matrices, equal to the rows and columns ``se2.PLANE`` of the spatial ones.
     """
-    m, order = rod.strain_run, rod.expansion_order
+    m = rod.strain_run
     rest, zero = qd is None and qdd is None, jnp.zeros_like(q)
     qd, qdd = (zero if v is None else v for v in (qd, qdd))
-    xi = rod.Phi_c @ q + rod.xi_star_c
+    if planar:
+        return _planar_rates(*_twist_rates(rod, q, qd, qdd, anchored, se2.PLANE), rest)
     if m > 1 and anchored:  # ξ, Φ of each run at the first collocation point of its first interval
-        Phi = rod.Phi_c[::m, 0]  # (n_runs, 6, n)
-        s = rod.X[1:].reshape(-1, m) - rod.X[:-1:m, None]
-        T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(xi[::m, 0], Phi @ qd, Phi @ qdd, s))
+        xi, Phi = rod.Phi_c[::m, 0] @ q + rod.xi_star_c[::m, 0], rod.Phi_c[::m, 0]  # (n_runs, 6), (n_runs, 6, n)
+        s = _run_scales(rod)
+        T, vel, acc = (a.reshape((-1,) + a.shape[2:]) for a in se3.dexp_rates(xi, Phi @ qd, Phi @ qdd, s))
         s = s.reshape(-1)
-        Om = s[:, None] * jnp.repeat(xi[::m, 0], m, axis=0)
-        return JointRates(Om, s[:, None, None] * jnp.repeat(Phi, m, axis=0), T, vel, acc)
-    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
-    Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi, rod.Phi_c, rod.h)
+        Om, Z = s[:, None] * jnp.repeat(xi, m, axis=0), s[:, None, None] * jnp.repeat(Phi, m, axis=0)
+        return JointRates(Om, Z, T, vel, acc)
+    Om, Om_d, Om_dd, Z = _twist_rates(rod, q, qd, qdd, anchored)
     T = se3.dexp(Om)
     if rest:  # no rates to form (statics)
         return JointRates(Om, Z, T, jnp.zeros_like(Om), jnp.zeros_like(Om))
     acc = jnp.einsum("kij,kj->ki", T, Om_dd) + se3.d_dexp_apply(Om, Om_d, Om_d)  # T Ω̈ + Ṫ Ω̇ without the matrix Ṫ
     return JointRates(Om, Z, T, jnp.einsum("kij,kj->ki", T, Om_d), acc)
+
+
+def _run_scales(rod: Rod) -> jax.Array:
+    """X_{α+1} − X_anchor of every joint of every run of constant strain: (n_runs, strain_run)."""
+    m = rod.strain_run
+    return rod.X[1:].reshape(-1, m) - rod.X[:-1:m, None]
+
+
+def _twist_rates(
+    rod: Rod, q: jax.Array, qd: jax.Array, qdd: jax.Array, anchored: bool, rows: tuple[int, ...] | slice = slice(None)
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Ω, Ω̇ = 𝓩q̇, Ω̈ = 𝓩q̈ + 𝓩̇q̇ and 𝓩 of every joint, the twist components ``rows`` only: (n_p − 1, r) thrice and
+    (n_p − 1, r, n). Anchored joints of a run of constant strain ξ: Ω = sξ, 𝓩 = sΦ with s = X_{α+1} − X_anchor."""
+    m, order = rod.strain_run, rod.expansion_order
+    if m > 1 and anchored:
+        s = _run_scales(rod).reshape(-1)
+        Phi = jnp.repeat(rod.Phi_c[::m, 0][:, rows], m, axis=0) * s[:, None, None]  # 𝓩 (n_p − 1, r, n)
+        xi = jnp.repeat(rod.xi_star_c[::m, 0][:, rows], m, axis=0) * s[:, None]
+        return Phi @ q + xi, Phi @ qd, Phi @ qdd, Phi
+    xi = rod.Phi_c @ q + rod.xi_star_c
+    Om, Om_d, Om_dd = jax.vmap(lambda *a: magnus_rates(*a, order))(xi, rod.Phi_c @ qd, rod.Phi_c @ qdd, rod.h)
+    Z = jax.vmap(lambda x, P, h: magnus_Z(x, P, h, order))(xi, rod.Phi_c, rod.h)
+    return Om[:, rows], Om_d[:, rows], Om_dd[:, rows], Z[:, rows]
+
+
+def _planar_rates(Om: jax.Array, Om_d: jax.Array, Om_dd: jax.Array, Z: jax.Array, rest: bool) -> JointRates:
+    """:class:`JointRates` on SE(2) from the planar twists: T = dexp(Ω) and (T Ω̇, T Ω̈ + Ṫ Ω̇) as one jvp of
+    (Ω, Ω̇) ↦ T(Ω) Ω̇ along (Ω̇, Ω̈)."""
+    if rest:
+        return JointRates(Om, Z, se2.dexp(Om), jnp.zeros_like(Om), jnp.zeros_like(Om))
+    rate = lambda x, v: jnp.einsum("kij,kj->ki", se2.dexp(x), v)
+    (T, vel), (_, acc) = jax.jvp(lambda x, v: (se2.dexp(x), rate(x, v)), (Om, Om_d), (Om_d, Om_dd))
+    return JointRates(Om, Z, T, vel, acc)
 
 
 def _chain(base: jax.Array, steps: jax.Array) -> jax.Array:
@@ -172,6 +210,7 @@ def joints(
     derivatives: bool = False,
     rate_matrix: bool = False,
     anchored: bool = False,
+    planar: bool = False,
 ) -> Joints:
     """Joint quantities of every joint, vectorised over joints.
 
@@ -179,10 +218,13 @@ def joints(
     (:func:`~jaxse3.rod.magnus.magnus_rates`), the matrix Ṡ (C21) only when ``rate_matrix`` or ``derivatives`` asks
     for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms. ``anchored``: joints
     from the first point of each run of constant strain (:func:`joint_rates`). An anchored joint is a joint like any
-    other, Ω = sξ(q) with 𝓩 = sΦ constant, so its Ṡ and App. C terms are the 2nd-order ones.
+    other, Ω = sξ(q) with 𝓩 = sΦ constant, so its Ṡ and App. C terms are the 2nd-order ones. ``planar``: on SE(2)
+    (:func:`joint_rates`), without Ṡ or App. C terms.
     """
+    if planar and (derivatives or rate_matrix):
+        raise ValueError("joints: 'planar' joints have no Ṡ or App. C terms; the derivative recursions run on SE(3)")
     order = rod.expansion_order
-    r = joint_rates(rod, q, qd, qdd, anchored)
+    r = joint_rates(rod, q, qd, qdd, anchored, planar)
     S = r.T @ r.Z
     extra = dict(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
     if qd is not None:
@@ -209,9 +251,9 @@ def joints(
             return out
 
         extra.update(jax.vmap(one)(r.Omega, r.Z, r.T, rod.Phi_c, rod.h))
-    Om, Z = r.Omega, r.Z
-    step = se3.exp(Om)
-    return Joints(Om, Z, step, se3.Ad_inv(step), se3.coAd(step), S, **extra)
+    lie = se2 if planar else se3
+    step = lie.exp(r.Omega)
+    return Joints(r.Omega, r.Z, step, lie.Ad_inv(step), lie.coAd(step), S, **extra)
 
 
 def body_jacobians(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "n_p 6 n_dof"]:

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from jaxse3.lie import se2
 from jaxse3.rod.basis import LegendreBasis, PiecewiseConstantBasis, StrainBasis
 from jaxse3.rod.forces import Tendon, cdm_tendons
 from jaxse3.rod.geometry import (
@@ -84,7 +85,10 @@ class Rod(eqx.Module):
     ``tendon_d``, ``tendon_dd`` (n_a, n_p, 3). Static: ``n_dof``, ``n_points``, ``n_tendons``, ``magnus_order``, and
     ``strain_run``: the number of consecutive Magnus intervals on which the strain is constant — ``n_gauss + 1`` (one
     quadrature segment) for a PiecewiseConstantBasis with a constant ``xi_star``, else 1. On such a run Ω_α = h_α ξ for
-    one ξ, so the kinematics forms the powers of ad_ξ once per run (:func:`jaxse3.lie.se3.dexp_rates`).
+    one ξ, so the kinematics forms the powers of ad_ξ once per run (:func:`jaxse3.lie.se3.dexp_rates`). ``planar``: the
+    basis and the reference strain have no out-of-plane component (ω_x, ω_y, v_z zero at every point), so the rod
+    moves in its base frame's xy-plane and the mass path (forward dynamics, M) runs on SE(2) (:mod:`jaxse3.lie.se2`);
+    checked on concrete values (False for a rod built from traced ones).
     """
 
     length: jax.Array
@@ -108,6 +112,7 @@ class Rod(eqx.Module):
     n_tendons: int = eqx.field(static=True)
     magnus_order: int = eqx.field(static=True)
     strain_run: int = eqx.field(static=True)
+    planar: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -206,6 +211,7 @@ class Rod(eqx.Module):
         self.n_dof, self.n_points, self.n_tendons = basis.n_dof, int(X.shape[0]), len(tendons)
         self.magnus_order = int(magnus_order)
         self.strain_run = n_gauss + 1 if isinstance(basis, PiecewiseConstantBasis) and not callable(xi_star) else 1
+        self.planar = _in_plane((self.Phi, -2), (self.Phi_c, -2), (self.xi_star, -1), (self.xi_star_c, -1))
 
     @property
     def expansion_order(self) -> int:
@@ -213,6 +219,15 @@ class Rod(eqx.Module):
         commutator terms of the 4th-order expansion vanish identically (ξ₁ = ξ₂ in (C1), 𝓩 = hΦ in (C5), 𝓩̇ = 0 in
         (C8)) and the 2nd-order formulas at any collocation node are exact; else ``magnus_order``."""
         return 2 if self.strain_run > 1 else self.magnus_order
+
+
+def _in_plane(*strains: tuple[jax.Array, int]) -> bool:
+    """True when the strain arrays (each with the axis of its 6 strain components) are concrete and vanish out of
+    the plane (ω_x, ω_y, v_z)."""
+    if any(isinstance(a, jax.core.Tracer) for a, _ in strains):
+        return False
+    out = np.setdiff1d(np.arange(6), se2.PLANE)
+    return all(not np.any(np.take(np.asarray(a), out, axis=axis)) for a, axis in strains)
 
 
 def cdm_rod(

@@ -202,3 +202,48 @@ def test_constant_strain_runs_equal_the_joint_by_joint_kinematics(magnus_order):
 
     for a, b in zip(outputs(runs), outputs(joints), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-10 * max(1.0, np.abs(b).max()))
+
+
+def _planar_rods():
+    """Planar rods: a PCS rod with a precurved, sheared in-plane reference strain (runs of constant strain) and a
+    Legendre rod with Magnus order 4 (joint by joint); each tilted out of the world axes by its base pose, under a
+    gravity with an out-of-plane component (which does no work on a planar rod)."""
+    base = se3.exp(jnp.asarray([0.4, -0.7, 0.2, 0.1, 0.0, -0.3]))
+    common = dict(gravity=(1.0, -9.0, 3.0), base_pose=base)
+    pcs = _rod(R.PiecewiseConstantBasis(2, PLANAR), n_gauss=2, xi_star=(0.0, 0.0, 1.5, 1.1, -0.1, 0.0), **common)
+    legendre = _rod(R.LegendreBasis((None, None, 2, 1, 1, None)), n_gauss=3, n_segments=1, magnus_order=4, **common)
+    return pcs, legendre
+
+
+def test_planar_rods_are_detected_and_nothing_else():
+    pcs, legendre = _planar_rods()
+    assert pcs.planar and legendre.planar and pcs.strain_run == 3 and legendre.strain_run == 1
+    assert not _rod(R.PiecewiseConstantBasis(2)).planar  # all six strains
+    assert not _rod(R.PiecewiseConstantBasis(2, PLANAR), xi_star=(0.1, 0.0, 0.0, 1.0, 0.0, 0.0)).planar  # twisted
+    assert not _rod(R.LegendreBasis((None, 1, 2, 1, 1, None)), n_gauss=3, n_segments=1).planar  # bends out of plane
+    assert not R.cdm_rod().planar
+
+
+@pytest.mark.parametrize("which", ["pcs", "legendre"])
+def test_planar_mass_path_on_se2_equals_the_spatial_recursions(which):
+    """A planar rod's forward dynamics and M run on SE(2) (3-vectors, 3×3 operators); the spatial recursions of
+    level "all" (M = ∂ID/∂q̈) and the matrix-free ID are the oracle: M, ID, FD (under jit and vmap) to round-off."""
+    rod = dict(zip(["pcs", "legendre"], _planar_rods()))[which]
+    n = rod.n_dof
+    q, qd, qdd = (0.6 * jax.random.normal(jax.random.PRNGKey(k), (4, n)) for k in range(3))
+
+    def planar(q, qd, qdd):
+        r = R._inverse_dynamics.rnea(rod, q, qd, qdd, level="mass")  # SE(2)
+        return r.tau, r.M, R.forward_dynamics(rod, q, qd)
+
+    def spatial(q, qd, qdd):
+        _, _, M = R.inverse_dynamics_derivatives(rod, q, qd, qdd)  # SE(3), level "all"
+        fd = jnp.linalg.solve(M, R.generalized_forces(rod, q, qd) - R.inverse_dynamics(rod, q, qd, jnp.zeros_like(q)))
+        return R.inverse_dynamics(rod, q, qd, qdd), M, fd
+
+    for a, b in zip(jax.jit(jax.vmap(planar))(q, qd, qdd), jax.vmap(spatial)(q, qd, qdd), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-11 * np.abs(b).max())
+    joints = R.kinematics.joints(rod, q[0], qd[0], anchored=True, planar=True)
+    assert joints.S.shape == (rod.n_points - 1, 3, n) and joints.step.shape == (rod.n_points - 1, 3, 3)
+    with pytest.raises(ValueError, match=re.escape("'planar' joints have no Ṡ or App. C terms")):
+        R.kinematics.joints(rod, q[0], qd[0], derivatives=True, planar=True)

@@ -1,0 +1,94 @@
+"""SE(2) as the planar subgroup of SE(3): twists X = (ω, v_x, v_y) ∈ R³, poses H = [[R, r], [0, 1]] (3×3).
+
+A planar motion of SE(3) — rotation about z, translation in the xy-plane — has twists with only the components
+``PLANE`` = (2, 3, 4) of an se(3) twist (ω_z, v_x, v_y); they form a subalgebra, closed under ``ad`` and invariant
+under ``Ad`` of planar poses. Every map here is therefore the restriction of its :mod:`jaxse3.lie.se3` counterpart to
+that subalgebra (tested): ``ad(X) = se3.ad(X₆)[PLANE][:, PLANE]`` and likewise ``Ad``, ``Ad_inv``, ``coAd`` (acting on
+the wrench components (m_z, f_x, f_y)) and ``dexp``, with X₆ the embedded twist. On the subalgebra ad_X satisfies
+ad_X³ = −ω² ad_X, so the degree-4 ad-polynomials of SE(3) collapse to degree 2 with SO(3)'s coefficients:
+
+    exp(X̂) = [[R(ω), V(ω) v], [0, 1]],  R(ω) = I + α ω J + (β/2) ω² J²,  V(ω) = I + (β/2) ω J + δ ω² J²
+    dexp_X = I + (β/2) ad_X + δ ad_X²                                   (seed 000 eqs. (10), (21)–(23) on se(2))
+
+with J the planar rotation by π/2 and α, β, δ the Taylor-switched base functions of
+:mod:`jaxse3.lie.coefficients` (finite with finite derivatives at ω = 0 exactly). The functions are plain JAX
+(autodiff runs through the closed forms) and broadcast over leading axes: ``(..., 3)``, ``(..., 3, 3)``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from jaxse3.lie import coefficients
+
+__all__ = ["PLANE", "ad", "adbar", "exp", "Ad", "Ad_inv", "coAd", "dexp"]
+
+#: The components of an se(3) twist (rotation first) that a planar twist keeps: ω_z, v_x, v_y; of a wrench: m_z, f_x,
+#: f_y.
+PLANE = (2, 3, 4)
+
+Vector = Float[Array, "... 3"]
+Matrix = Float[Array, "... 3 3"]
+
+
+def _matrix(rows: list[list[Array]]) -> Array:
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def ad(X: Vector) -> Matrix:
+    """ad_X = [[0, 0, 0], [v_y, 0, −ω], [−v_x, ω, 0]]: ad_X Y = [X, Y] (``se3.ad`` on the plane)."""
+    w, a, b = X[..., 0], X[..., 1], X[..., 2]
+    z = jnp.zeros_like(w)
+    return _matrix([[z, z, z], [b, z, -w], [-a, w, z]])
+
+
+def adbar(U: Vector) -> Matrix:
+    """adbar_U with ad_Xᵀ U = adbar_U X for a wrench U = (m_z, f_x, f_y) (``se3.adbar`` on the plane)."""
+    m, f, g = U[..., 0], U[..., 1], U[..., 2]
+    z = jnp.zeros_like(m)
+    return _matrix([[z, -g, f], [g, z, z], [-f, z, z]])
+
+
+def _coefficients(w: Array) -> tuple[Array, Array, Array]:
+    c = coefficients.evaluate(("alpha", "beta", "delta"), w * w)
+    return c[..., 0], c[..., 1], c[..., 2]
+
+
+def exp(X: Vector) -> Float[Array, "... 3 3"]:
+    """exp(X̂) = [[R(ω), V(ω) v], [0, 1]] (``se3.exp`` on the plane). ``(..., 3) -> (..., 3, 3)``."""
+    w, a, b = X[..., 0], X[..., 1], X[..., 2]
+    alpha, beta, delta = _coefficients(w)
+    c, s = 1.0 - 0.5 * beta * w * w, alpha * w  # cos ω, sin ω
+    d, e = 1.0 - delta * w * w, 0.5 * beta * w  # V = d I + e J
+    z, one = jnp.zeros_like(w), jnp.ones_like(w)
+    return _matrix([[c, -s, d * a - e * b], [s, c, e * a + d * b], [z, z, one]])
+
+
+def Ad(H: Float[Array, "... 3 3"]) -> Matrix:
+    """Ad_H = [[1, 0, 0], [r_y, R], [−r_x, R]] (``se3.Ad`` on the plane)."""
+    R, x, y = H[..., :2, :2], H[..., 0, 2], H[..., 1, 2]
+    z, one = jnp.zeros_like(x), jnp.ones_like(x)
+    return _matrix([[one, z, z], [y, R[..., 0, 0], R[..., 0, 1]], [-x, R[..., 1, 0], R[..., 1, 1]]])
+
+
+def Ad_inv(H: Float[Array, "... 3 3"]) -> Matrix:
+    """Ad_{H⁻¹} = [[1, 0, 0], [−(Rᵀr̃)…], [Rᵀ]] (``se3.Ad_inv`` on the plane)."""
+    R, x, y = H[..., :2, :2], H[..., 0, 2], H[..., 1, 2]
+    c, s = R[..., 0, 0], R[..., 1, 0]
+    xi, yi = -(c * x + s * y), s * x - c * y  # r' = −Rᵀ r
+    z, one = jnp.zeros_like(x), jnp.ones_like(x)
+    return _matrix([[one, z, z], [yi, c, s], [-xi, -s, c]])
+
+
+def coAd(H: Float[Array, "... 3 3"]) -> Matrix:
+    """Coadjoint Ad*_H = Ad_H^{−T} = Ad_{H⁻¹}ᵀ, acting on wrenches (m_z, f_x, f_y) (``se3.coAd`` on the plane)."""
+    return jnp.swapaxes(Ad_inv(H), -1, -2)
+
+
+def dexp(X: Vector) -> Matrix:
+    """dexp_X = I + (β/2) ad_X + δ ad_X², right-trivialised (``se3.dexp`` on the plane). ``(..., 3) -> (..., 3, 3)``."""
+    _, beta, delta = _coefficients(X[..., 0])
+    A = ad(X)
+    eye = jnp.eye(3, dtype=A.dtype)
+    return eye + (0.5 * beta)[..., None, None] * A + delta[..., None, None] * (A @ A)
