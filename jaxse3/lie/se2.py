@@ -12,17 +12,35 @@ ad_X³ = −ω² ad_X, so the degree-4 ad-polynomials of SE(3) collapse to degre
 
 with J the planar rotation by π/2 and α, β, δ the Taylor-switched base functions of
 :mod:`jaxse3.lie.coefficients` (finite with finite derivatives at ω = 0 exactly). The functions are plain JAX
-(autodiff runs through the closed forms) and broadcast over leading axes: ``(..., 3)``, ``(..., 3, 3)``.
+(autodiff runs through the closed forms) and broadcast over leading axes: ``(..., 3)``, ``(..., 3, 3)``; the
+derivatives of dexp that the rod's derivative recursions use (``d_dexp``, the evaluation-map Jacobians ``dexp_jac``,
+``dexpT_jac`` and ``dexp_jac_dir``) are the autodiff of these 3×3 closed forms.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxse3.lie import coefficients
 
-__all__ = ["PLANE", "ad", "adbar", "exp", "Ad", "Ad_inv", "coAd", "dexp"]
+__all__ = [
+    "PLANE",
+    "ad",
+    "adbar",
+    "exp",
+    "Ad",
+    "Ad_inv",
+    "coAd",
+    "dexp",
+    "d_dexp",
+    "dexp_apply",
+    "dexpT_apply",
+    "dexp_jac",
+    "dexpT_jac",
+    "dexp_jac_dir",
+]
 
 #: The components of an se(3) twist (rotation first) that a planar twist keeps: ω_z, v_x, v_y; of a wrench: m_z, f_x,
 #: f_y.
@@ -92,3 +110,38 @@ def dexp(X: Vector) -> Matrix:
     A = ad(X)
     eye = jnp.eye(3, dtype=A.dtype)
     return eye + (0.5 * beta)[..., None, None] * A + delta[..., None, None] * (A @ A)
+
+
+def d_dexp(X: Vector, U: Vector) -> Matrix:
+    """(D_X dexp_X)(U), the directional derivative of :func:`dexp` (``se3.d_dexp`` on the plane)."""
+    return jax.jvp(dexp, (X,), (jnp.broadcast_to(U, jnp.shape(X)),))[1]
+
+
+def dexp_apply(X: Vector, Z: Vector) -> Vector:
+    """dexp_X Z."""
+    return jnp.einsum("...ij,...j->...i", dexp(X), Z)
+
+
+def dexpT_apply(X: Vector, Z: Vector) -> Vector:
+    """dexp_Xᵀ Z."""
+    return jnp.einsum("...ji,...j->...i", dexp(X), Z)
+
+
+_jacobian = lambda f: jnp.vectorize(jax.jacfwd(f), signature="(3),(3)->(3,3)")
+_dexp_jac = _jacobian(dexp_apply)
+_dexpT_jac = _jacobian(dexpT_apply)
+
+
+def dexp_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_X Z)/∂X, rows = outputs (``se3.dexp_jac`` on the plane)."""
+    return _dexp_jac(X, Z)
+
+
+def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
+    """∂(dexp_Xᵀ Z)/∂X (``se3.dexpT_jac`` on the plane)."""
+    return _dexpT_jac(X, Z)
+
+
+def dexp_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
+    """The derivative of ``dexp_jac(X, Z)`` along S: U ↦ (D²_X dexp_X)(U)(S) Z (``se3.dexp_jac_dir`` on the plane)."""
+    return jax.jvp(lambda x: dexp_jac(x, Z), (X,), (jnp.broadcast_to(S, jnp.shape(X)),))[1]

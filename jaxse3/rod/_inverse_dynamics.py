@@ -116,10 +116,10 @@ class Composites(NamedTuple):
     W: Float[Array, "6 n_dof"] | None  # W^S_α (33); None without 𝓜_k
 
     @classmethod
-    def zero(cls, n: int, dtype: DTypeLike, inertia: bool) -> Composites:
-        """(·)_{n_p} = 0, with 𝓜^C and W^S if ``inertia``."""
-        inertial = (jnp.zeros((6, 6), dtype), jnp.zeros((6, n), dtype)) if inertia else (None,) * 2
-        return cls(jnp.zeros(6, dtype), *inertial)
+    def zero(cls, n: int, dtype: DTypeLike, inertia: bool, d: int = 6) -> Composites:
+        """(·)_{n_p} = 0, with 𝓜^C and W^S if ``inertia``; ``d``: the twists' size (3 on the plane)."""
+        inertial = (jnp.zeros((d, d), dtype), jnp.zeros((d, n), dtype)) if inertia else (None,) * 2
+        return cls(jnp.zeros(d, dtype), *inertial)
 
 
 class DerivativeSums(NamedTuple):
@@ -132,17 +132,27 @@ class DerivativeSums(NamedTuple):
     E: Float[Array, "6 n_dof"] | None  # E^S_α, the transported ∂𝓕ext/∂q (56); None without loads
 
     @classmethod
-    def zero(cls, n: int, dtype: DTypeLike, inertia: bool, loads: bool, rest: bool = False) -> DerivativeSums:
-        """(·)_{n_p} = 0, with U^S if ``inertia``, 𝓝^C and V^S if ``inertia`` and not at ``rest``, E^S if ``loads``."""
-        z6n = jnp.zeros((6, n), dtype)
+    def zero(
+        cls, n: int, dtype: DTypeLike, inertia: bool, loads: bool, rest: bool = False, d: int = 6
+    ) -> DerivativeSums:
+        """(·)_{n_p} = 0, with U^S if ``inertia``, 𝓝^C and V^S if ``inertia`` and not at ``rest``, E^S if ``loads``;
+        ``d``: the twists' size (3 on the plane)."""
+        zdn = jnp.zeros((d, n), dtype)
         moving = inertia and not rest
-        NC, V = (jnp.zeros((6, 6), dtype), z6n) if moving else (None, None)
-        return cls(z6n, NC, z6n if inertia else None, V, z6n if loads else None)
+        NC, V = (jnp.zeros((d, d), dtype), zdn) if moving else (None, None)
+        return cls(zdn, NC, zdn if inertia else None, V, zdn if loads else None)
 
 
 def _lie(twists: Array) -> ModuleType:
     """The algebra of twists of this size: se(3) (6), or se(2) (3) on the mass path of a planar rod."""
     return se2 if twists.shape[-1] == 3 else se3
+
+
+def _on_plane(rod: Rod, grav: Float[Array, " 6"]) -> tuple[Float[Array, " 3"], Float[Array, "3 3"]]:
+    """A planar rod's gravity 𝓖 and base pose on SE(2), in its base frame: (Ad⁻¹_{base} 𝓖)'s components ``se2.PLANE``
+    and the identity (the out-of-plane component of gravity does no work on a planar rod)."""
+    base = rod.base_pose.astype(grav.dtype)
+    return (se3.Ad_inv(base) @ grav)[jnp.asarray(se2.PLANE)], jnp.eye(3, dtype=grav.dtype)
 
 
 def _coad_star(eta: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:  # ad*_η = −ad_ηᵀ
@@ -172,14 +182,16 @@ def _joint_terms(
 ) -> JointTerms:
     """R_α, Q_α, Y_α of joint α (20b, 20c, 26) from the App. C terms of ``j`` (C19, C20, C24) and η_α⁺, η̇_α⁺; at rest
     (``j`` without App. C terms) Q_α = −ad_{Ad⁻¹_{g_α}𝓖}S_α alone."""
-    gloc = se3.Ad_inv(k.g) @ grav  # Ad⁻¹_{g_α} 𝓖
+    lie = _lie(grav)
+    ad = lie.ad
+    gloc = lie.Ad_inv(k.g) @ grav  # Ad⁻¹_{g_α} 𝓖
     if j.dS_qd is None:  # at rest: η = η̇ = 0 and every velocity and acceleration term vanishes
-        return JointTerms(None, -se3.ad(gloc) @ j.S, None)
-    R = se3.ad(eta_p) @ j.S + j.dS_qd  # (20b)
+        return JointTerms(None, -ad(gloc) @ j.S, None)
+    R = ad(eta_p) @ j.S + j.dS_qd  # (20b)
     Q = (
-        se3.ad(etad_p) @ j.S + se3.ad(eta_p) @ R + se3.ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - se3.ad(gloc) @ j.S
+        ad(etad_p) @ j.S + ad(eta_p) @ R + ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - ad(gloc) @ j.S
     )  # (20c), gravity sign corrected (digest §8)
-    Y = R + se3.ad(k.eta) @ j.S + j.Sd  # (26)
+    Y = R + ad(k.eta) @ j.S + j.Sd  # (26)
     return JointTerms(R, Q, Y)
 
 
@@ -196,7 +208,7 @@ def _forward_pass(
     (d, n), dtype = jt.S.shape[-2:], jt.S.dtype
     zero = jnp.zeros((d, n), dtype)
     rest = jt.S_qd is None
-    ad = se2.ad if d == 3 else se3.ad
+    ad = _lie(zero.T).ad
     init = PointKinematics(
         base,
         jnp.zeros(d, dtype),
@@ -250,8 +262,9 @@ def _point_wrenches(
 
 def _point_N(Mk: Float[Array, "n_p 6"], eta: Float[Array, "n_p 6"]) -> Float[Array, "n_p 6 6"]:
     """𝓝_k = \\bar{ad}*_{𝓜_k η_k} + ad*_{η_k} 𝓜_k − 𝓜_k ad_{η_k} at every point (20a); ``Mk``: the diagonals of 𝓜_k."""
-    adeta = se3.ad(eta)
-    return -se3.adbar(Mk * eta) - jnp.swapaxes(adeta, -1, -2) * Mk[:, None, :] - Mk[:, :, None] * adeta
+    lie = _lie(eta)
+    adeta = lie.ad(eta)
+    return -lie.adbar(Mk * eta) - jnp.swapaxes(adeta, -1, -2) * Mk[:, None, :] - Mk[:, :, None] * adeta
 
 
 def _point_quantities(
@@ -269,7 +282,7 @@ def _point_quantities(
     Mk = rod.inertia.astype(grav.dtype)
     if grav.shape[-1] == 3:  # on the plane
         Mk = Mk[:, se2.PLANE]
-    F = _point_wrenches(Mk, kin.g, kin.eta, kin.etad, grav) if inertia else jnp.zeros((rod.n_points, 6), grav.dtype)
+    F = _point_wrenches(Mk, kin.g, kin.eta, kin.etad, grav) if inertia else jnp.zeros_like(kin.eta)
     ext = external_wrenches(rod, loads, kin.g, kin.J)  # None without loads
     if ext is not None:
         F = F - ext[0]
@@ -295,7 +308,7 @@ def _composite_step(
     FC = j.coAd @ (p.F + c.FC)  # (22c)
     if p.M is None:
         return Composites(FC, None, None), RNEAResult(j.S.T @ FC, None, None, None)  # (14)
-    MC = j.coAd @ (p.M[:, None] * jnp.eye(6, dtype=p.M.dtype) + c.MC) @ j.Ad_inv  # (22e)
+    MC = j.coAd @ (p.M[:, None] * jnp.eye(p.M.shape[-1], dtype=p.M.dtype) + c.MC) @ j.Ad_inv  # (22e)
     W = MC @ j.S + j.coAd @ c.W  # (33)
     return Composites(FC, MC, W), RNEAResult(j.S.T @ FC, j.S.T @ (MC @ J + W), None, None)  # (14), (32)
 
@@ -330,6 +343,8 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
     joint has children (the next run's joints), so the scan takes one step per run: the run's joints side by side,
     the last one fed with the sums of the run ahead (the others with zero), and their sums added at the anchor."""
     n, dtype, order = rod.n_dof, pts.F.dtype, rod.expansion_order
+    lie, d = _lie(pts.F), pts.F.shape[-1]
+    Phi_c = rod.Phi_c[..., se2.PLANE, :] if d == 3 else rod.Phi_c
 
     def step(
         c: tuple[Composites, DerivativeSums],
@@ -340,7 +355,7 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
         ahead, s = c  # the sums at α + 1
         j, p, k, t, Phi_c, h = x  # joint α, point α + 1, point α (J_α = S^B_α, X^B_α), R_α, Q_α, Y_α, interval α
         comp, row = _composite_step(ahead, j, p, k.J)
-        P = -se3.adbar(comp.FC) @ j.S + j.coAd @ s.P  # (22g)
+        P = -lie.adbar(comp.FC) @ j.S + j.coAd @ s.P  # (22g)
         acc = P  # P^S + 𝓝^C R^B + 𝓜^C Q^B + U^S − E^S of (21, 55)
         NC = U = V = E = dqd = None
         if comp.MC is not None:  # inertia: U^S; 𝓝^C, V^S and ∂ID/∂q̇ unless at rest (𝓝 = 0, R = Y = 0, ∂ID/∂q̇ = 0)
@@ -356,8 +371,8 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
         if p.dFext is not None:
             E = j.coAd @ (p.dFext + s.E)  # (56)
             acc = acc - E
-        w = se3.dexpT_apply(j.Omega, comp.FC)  # T ᵀ𝓕^C
-        dSTF = j.Z.T @ se3.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
+        w = lie.dexpT_apply(j.Omega, comp.FC)  # T ᵀ𝓕^C
+        dSTF = j.Z.T @ lie.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
         return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
 
     def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor
@@ -368,9 +383,9 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
 
     inertia, rest = pts.M is not None, pts.N is None
     loads = pts.dFext is not None
-    c0 = (Composites.zero(n, dtype, inertia), DerivativeSums.zero(n, dtype, inertia, loads, rest))
+    c0 = (Composites.zero(n, dtype, inertia, d), DerivativeSums.zero(n, dtype, inertia, loads, rest, d))
     start = jax.tree.map(lambda a: a[:-1:run], fwd.points)  # point α of joint α, or the anchor of each run
-    joint_xs = (jt, _next_points(pts), fwd.terms, rod.Phi_c, rod.h)
+    joint_xs = (jt, _next_points(pts), fwd.terms, Phi_c, rod.h)
     if run > 1:
         joint_xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), joint_xs)
     xs = (*joint_xs[:2], start, *joint_xs[2:])
@@ -395,26 +410,28 @@ def _rnea_tau(
 ) -> Float[Array, " n_dof"]:
     """ID alone (14)–(16) with vectors only: the joint twist rates S_α q̇ = T Ω̇_α and S_α q̈ + Ṡ_α q̇ = T Ω̈_α + Ṫ Ω̇_α
     from :func:`~jaxse3.rod.kinematics.joint_rates` (zero at rest, ``qd`` None), and S_αᵀ𝓕^C_α = 𝓩_αᵀ(Tᵀ𝓕^C_α) from
-    :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM)."""
+    :func:`~jaxse3.rod.magnus.magnus_ZT_apply`; no (6, n) matrix S_α is formed (5× fewer flops for the CDM). On SE(2)
+    for a ``rod.planar`` rod."""
     order = rod.expansion_order
-    xi = rod.Phi_c @ q + rod.xi_star_c  # (n_p − 1, n_c, 6)
-    r = joint_rates(rod, q, qd, qdd)  # zero rates at rest
+    rows = jnp.asarray(se2.PLANE) if rod.planar else slice(None)
+    Phi_c = rod.Phi_c[..., rows, :]
+    xi = Phi_c @ q + rod.xi_star_c[..., rows]  # (n_p − 1, n_c, 6) or (…, 3)
+    r = joint_rates(rod, q, qd, qdd, planar=rod.planar)  # zero rates at rest
     Om, S_qd, S_acc = r.Omega, r.vel, r.acc
-    step = se3.exp(Om)
+    lie = _lie(Om)
+    grav, base = _on_plane(rod, grav) if rod.planar else (grav, rod.base_pose.astype(q.dtype))
+    step = lie.exp(Om)
 
     def forward(carry: _Kinematics, x: _TwistRates) -> tuple[_Kinematics, _Kinematics]:
         g, eta, etad = carry
         step, Ai, v, acc = x
         eta_p = eta + v
-        return (g @ step, Ai @ eta_p, Ai @ (etad + acc + se3.ad(eta) @ v)), carry
+        return (g @ step, Ai @ eta_p, Ai @ (etad + acc + lie.ad(eta) @ v)), carry
 
-    last, hist = jax.lax.scan(
-        forward,
-        (rod.base_pose.astype(q.dtype), jnp.zeros(6, q.dtype), jnp.zeros(6, q.dtype)),
-        (step, se3.Ad_inv(step), S_qd, S_acc),
-    )
+    zero = jnp.zeros_like(grav)
+    last, hist = jax.lax.scan(forward, (base, zero, zero), (step, lie.Ad_inv(step), S_qd, S_acc))
     g, eta, etad = _with_tip(hist, last)
-    F = _point_wrenches(rod.inertia.astype(q.dtype), g, eta, etad, grav)
+    F = _point_wrenches(rod.inertia.astype(q.dtype)[:, rows], g, eta, etad, grav)
 
     def backward(
         FC: Float[Array, " 6"], x: tuple[Float[Array, "6 6"], Float[Array, " 6"]]
@@ -423,9 +440,9 @@ def _rnea_tau(
         FC = As @ (F + FC)  # (22c)
         return FC, FC
 
-    _, FC = jax.lax.scan(backward, jnp.zeros(6, q.dtype), (se3.coAd(step), F[1:]), reverse=True)
+    _, FC = jax.lax.scan(backward, zero, (lie.coAd(step), F[1:]), reverse=True)
     w = jnp.einsum("kji,kj->ki", r.T, FC)  # T ᵀ𝓕^C
-    return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, rod.Phi_c, w, rod.h), axis=0)  # (14)
+    return jnp.sum(jax.vmap(lambda *a: magnus_ZT_apply(*a, order))(xi, Phi_c, w, rod.h), axis=0)  # (14)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -466,17 +483,13 @@ def rnea(
         r = RNEAResult(jnp.zeros(rod.n_dof, dtype), None, None, None)
     elif level == "id" and not has_loads:
         r = RNEAResult(_rnea_tau(rod, q, qd, qdd, grav), None, None, None)
-    elif rod.planar and level == "mass" and not has_loads:  # ID and M on SE(2)
-        run = rod.strain_run
-        base_grav = (se3.Ad_inv(rod.base_pose.astype(dtype)) @ grav)[jnp.asarray(se2.PLANE)]  # 𝓖 in the base frame
-        jt = joints(rod, q, qd, qdd, anchored=run > 1, planar=True)
-        fwd = _forward_pass(jt, base_grav, jnp.eye(3, dtype=dtype), terms=False, run=run)
-        r = _mass_pass(fwd, _point_quantities(rod, fwd.points, base_grav, None, inertia, level, rest))
     else:
         with_terms = level == "all" and inertia
         run = rod.strain_run  # > 1: each run's points side by side from its first point (anchored joints)
-        jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest, anchored=run > 1)
-        fwd = _forward_pass(jt, grav, rod.base_pose.astype(dtype), terms=with_terms, run=run)
+        planar = rod.planar and not has_loads  # on SE(2), in the base frame's plane (the loads' wrenches are spatial)
+        grav, base = _on_plane(rod, grav) if planar else (grav, rod.base_pose.astype(dtype))
+        jt = joints(rod, q, qd, qdd, derivatives=with_terms and not rest, anchored=run > 1, planar=planar)
+        fwd = _forward_pass(jt, grav, base, terms=with_terms, run=run)
         pts = _point_quantities(rod, fwd.points, grav, loads, inertia, level, rest)
         r = _backward_pass(rod, jt, fwd, pts, run) if level == "all" else _mass_pass(fwd, pts)
     zero = jnp.zeros((rod.n_dof, rod.n_dof), dtype)  # the requested entries that no term produced

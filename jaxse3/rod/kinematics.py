@@ -219,10 +219,9 @@ def joints(
     for it (it costs three 6×6 products and the 6×6 Ṫ); ``derivatives`` gives the App. C terms. ``anchored``: joints
     from the first point of each run of constant strain (:func:`joint_rates`). An anchored joint is a joint like any
     other, Ω = sξ(q) with 𝓩 = sΦ constant, so its Ṡ and App. C terms are the 2nd-order ones. ``planar``: on SE(2)
-    (:func:`joint_rates`), without Ṡ or App. C terms.
+    (:func:`joint_rates`; the rows and columns ``se2.PLANE`` of every vector and matrix).
     """
-    if planar and (derivatives or rate_matrix):
-        raise ValueError("joints: 'planar' joints have no Ṡ or App. C terms; the derivative recursions run on SE(3)")
+    lie, rows = (se2, jnp.asarray(se2.PLANE)) if planar else (se3, slice(None))
     order = rod.expansion_order
     r = joint_rates(rod, q, qd, qdd, anchored, planar)
     S = r.T @ r.Z
@@ -233,25 +232,24 @@ def joints(
 
         def one(Om, Z, T, Phi_c, h):
             a = Z @ qd  # Ω̇
-            dT = se3.d_dexp(Om, a)  # Ṫ
+            dT = lie.d_dexp(Om, a)  # Ṫ
             acc = jnp.zeros_like(qd) if qdd is None else qdd
             if order == 2:  # 𝓩 does not depend on q: 𝓩̇ = 0 and every term in it vanishes
                 out = dict(Sd=dT @ Z)  # (C21)
                 if derivatives:  # dexp_jac is linear in its second argument: one vectorised call for both
-                    Ja, Jb = se3.dexp_jac(Om, jnp.stack([a, Z @ acc]))
-                    out.update(dS_qd=Ja @ Z, dSd_qd=se3.dexp_jac_dir(Om, a, a) @ Z, dS_qdd=Jb @ Z)  # (C19, C24, C20)
+                    Ja, Jb = lie.dexp_jac(Om, jnp.stack([a, Z @ acc]))
+                    out.update(dS_qd=Ja @ Z, dSd_qd=lie.dexp_jac_dir(Om, a, a) @ Z, dS_qdd=Jb @ Z)  # (C19, C24, C20)
                 return out
-            Zd = magnus_dZ(Phi_c, qd, h, order)  # 𝓩̇ (C8)
+            Zd = magnus_dZ(Phi_c, qd, h, order)[rows]  # 𝓩̇ (C8)
             out = dict(Sd=dT @ Z + T @ Zd)  # (C21)
             if derivatives:
-                Ja, Jc, Jb = se3.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ acc]))
+                Ja, Jc, Jb = lie.dexp_jac(Om, jnp.stack([a, Zd @ qd, Z @ acc]))
                 out["dS_qd"] = Ja @ Z + T @ Zd
-                out["dSd_qd"] = se3.dexp_jac_dir(Om, a, a) @ Z + (dT + Ja) @ Zd + Jc @ Z
-                out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, acc, h, order)
+                out["dSd_qd"] = lie.dexp_jac_dir(Om, a, a) @ Z + (dT + Ja) @ Zd + Jc @ Z
+                out["dS_qdd"] = Jb @ Z + T @ magnus_dZ(Phi_c, acc, h, order)[rows]
             return out
 
         extra.update(jax.vmap(one)(r.Omega, r.Z, r.T, rod.Phi_c, rod.h))
-    lie = se2 if planar else se3
     step = lie.exp(r.Omega)
     return Joints(r.Omega, r.Z, step, lie.Ad_inv(step), lie.coAd(step), S, **extra)
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxse3 import se3
+from jaxse3.lie import se2
 
 __all__ = [
     "ORDERS",
@@ -80,7 +81,7 @@ def magnus_dZT(Phi_c: jax.Array, w: jax.Array, h: jax.Array, order: int) -> jax.
     n = Phi_c.shape[-1]
     if order == 2:
         return jnp.zeros((n, n), Phi_c.dtype)
-    B = se3.adbar(w)
+    B = (se2 if w.shape[-1] == 3 else se3).adbar(w)  # w on the plane: Φ restricted to its rows se2.PLANE
     return _c(h) * (Phi_c[1].T @ B @ Phi_c[0] - Phi_c[0].T @ B @ Phi_c[1])
 
 
@@ -106,7 +107,7 @@ def magnus_ZT_apply(xi_c: jax.Array, Phi_c: jax.Array, w: jax.Array, h: jax.Arra
     Φ₁ᵀad_{ξ₂}ᵀw)."""
     if order == 2:
         return h * Phi_c[0].T @ w
-    ad = se3.ad
+    ad = se2.ad if w.shape[-1] == 3 else se3.ad  # w on the plane: ξ and Φ restricted to se2.PLANE
     return h / 2 * (Phi_c[0] + Phi_c[1]).T @ w + _c(h) * (
         Phi_c[1].T @ (ad(xi_c[0]).T @ w) - Phi_c[0].T @ (ad(xi_c[1]).T @ w)
     )

@@ -82,3 +82,21 @@ def test_se2_derivatives_through_the_closed_forms(w):
         assert np.all(np.isfinite(jax.jacfwd(jax.jacfwd(f))(X)))
     d_dexp = _restrict(se3.d_dexp(_embed(X), _embed(U)))
     np.testing.assert_allclose(jax.jvp(se2.dexp, (X,), (U,))[1], d_dexp, atol=1e-12)
+
+
+@pytest.mark.parametrize("w", [0.0, 0.4, ANGLES[-3], ANGLES[-2], 3.0])
+def test_se2_dexp_derivatives_are_the_se3_ones_restricted(w):
+    X, Z, S = jnp.asarray([w, 0.3, -0.8]), jnp.asarray([0.2, -1.1, 0.5]), jnp.asarray([-0.6, 0.1, 0.9])
+    X6, Z6, S6 = _embed(X), _embed(Z), _embed(S)
+    pairs = [
+        (se2.d_dexp(X, S), se3.d_dexp(X6, S6)),
+        (se2.dexp_jac(X, Z), se3.dexp_jac(X6, Z6)),
+        (se2.dexpT_jac(X, Z), se3.dexpT_jac(X6, Z6)),
+        (se2.dexp_jac_dir(X, Z, S), se3.dexp_jac_dir(X6, Z6, S6)),
+    ]
+    for a, b in pairs:
+        np.testing.assert_allclose(a, _restrict(b), atol=1e-12)
+    np.testing.assert_allclose(se2.dexp_apply(X, Z), se3.dexp_apply(X6, Z6)[P], atol=1e-13)
+    np.testing.assert_allclose(se2.dexpT_apply(X, Z), se3.dexpT_apply(X6, Z6)[P], atol=1e-13)
+    batch = se2.dexp_jac(jnp.stack([X, 2 * X]), Z)  # broadcasting over leading axes
+    np.testing.assert_allclose(batch[1], _restrict(se3.dexp_jac(2 * X6, Z6)), atol=1e-12)

@@ -225,25 +225,29 @@ def test_planar_rods_are_detected_and_nothing_else():
 
 
 @pytest.mark.parametrize("which", ["pcs", "legendre"])
-def test_planar_mass_path_on_se2_equals_the_spatial_recursions(which):
-    """A planar rod's forward dynamics and M run on SE(2) (3-vectors, 3×3 operators); the spatial recursions of
-    level "all" (M = ∂ID/∂q̈) and the matrix-free ID are the oracle: M, ID, FD (under jit and vmap) to round-off."""
+def test_planar_recursions_on_se2_equal_the_spatial_ones(which):
+    """A planar rod's recursions run on SE(2) (3-vectors, 3×3 operators); with external loads they run on SE(3), so
+    the same rod under a zero point wrench is the oracle: ID, M, ∂ID/∂(q, q̇), the statics Jacobian, FD and its
+    Jacobians (under jit and vmap) to round-off. The matrix-free ID (SE(3)) and M = ∂ID/∂q̈ close the loop."""
     rod = dict(zip(["pcs", "legendre"], _planar_rods()))[which]
     n = rod.n_dof
     q, qd, qdd = (0.6 * jax.random.normal(jax.random.PRNGKey(k), (4, n)) for k in range(3))
+    spatial = R.Loads(local=jnp.zeros((rod.n_points, 6)))  # no load, but the SE(3) recursions
+    rnea = R._inverse_dynamics.rnea
 
-    def planar(q, qd, qdd):
-        r = R._inverse_dynamics.rnea(rod, q, qd, qdd, level="mass")  # SE(2)
-        return r.tau, r.M, R.forward_dynamics(rod, q, qd)
+    def outputs(q, qd, qdd, loads):
+        r, rest = rnea(rod, q, qd, qdd, loads, level="all"), rnea(rod, q, None, None, loads, level="all")
+        mass = rnea(rod, q, qd, qdd, loads, level="mass")
+        fd = R.forward_dynamics(rod, q, qd, loads=loads), *R.forward_dynamics_jacobians(rod, q, qd, loads=loads)
+        return r.tau, r.M, r.dq, r.dqd, rest.tau, rest.dq, mass.tau, mass.M, *fd
 
-    def spatial(q, qd, qdd):
-        _, _, M = R.inverse_dynamics_derivatives(rod, q, qd, qdd)  # SE(3), level "all"
-        fd = jnp.linalg.solve(M, R.generalized_forces(rod, q, qd) - R.inverse_dynamics(rod, q, qd, jnp.zeros_like(q)))
-        return R.inverse_dynamics(rod, q, qd, qdd), M, fd
-
-    for a, b in zip(jax.jit(jax.vmap(planar))(q, qd, qdd), jax.vmap(spatial)(q, qd, qdd), strict=True):
+    for a, b in zip(
+        jax.jit(jax.vmap(lambda *x: outputs(*x, None)))(q, qd, qdd),
+        jax.vmap(lambda *x: outputs(*x, spatial))(q, qd, qdd),
+        strict=True,
+    ):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-11 * np.abs(b).max())
-    joints = R.kinematics.joints(rod, q[0], qd[0], anchored=True, planar=True)
-    assert joints.S.shape == (rod.n_points - 1, 3, n) and joints.step.shape == (rod.n_points - 1, 3, 3)
-    with pytest.raises(ValueError, match=re.escape("'planar' joints have no Ṡ or App. C terms")):
-        R.kinematics.joints(rod, q[0], qd[0], derivatives=True, planar=True)
+    id_plain = jax.vmap(lambda *x: R.inverse_dynamics(rod, *x))(q, qd, qdd)
+    np.testing.assert_allclose(outputs(q[0], qd[0], qdd[0], None)[0], id_plain[0], atol=1e-11 * np.abs(id_plain).max())
+    joints = R.kinematics.joints(rod, q[0], qd[0], anchored=True, planar=True, derivatives=True)
+    assert joints.S.shape == joints.dSd_qd.shape == (rod.n_points - 1, 3, n) and joints.step.shape[1:] == (3, 3)
