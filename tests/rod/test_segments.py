@@ -207,9 +207,10 @@ def test_constant_strain_runs_equal_the_joint_by_joint_kinematics(magnus_order):
 def _planar_rods():
     """Planar rods: a PCS rod with a precurved, sheared in-plane reference strain (runs of constant strain) and a
     Legendre rod with Magnus order 4 (joint by joint); each tilted out of the world axes by its base pose, under a
-    gravity with an out-of-plane component (which does no work on a planar rod)."""
+    gravity with an out-of-plane component (which does no work on a planar rod), with a tapered tendon in the plane."""
     base = se3.exp(jnp.asarray([0.4, -0.7, 0.2, 0.1, 0.0, -0.3]))
-    common = dict(gravity=(1.0, -9.0, 3.0), base_pose=base)
+    tendon = R.Tendon(lambda X, L: jnp.stack([0.01 * (1.0 - X / L) + 0.004, jnp.zeros_like(X)]))  # in the plane
+    common = dict(gravity=(1.0, -9.0, 3.0), base_pose=base, tendons=(tendon,))
     pcs = _rod(R.PiecewiseConstantBasis(2, PLANAR), n_gauss=2, xi_star=(0.0, 0.0, 1.5, 1.1, -0.1, 0.0), **common)
     legendre = _rod(R.LegendreBasis((None, None, 2, 1, 1, None)), n_gauss=3, n_segments=1, magnus_order=4, **common)
     return pcs, legendre
@@ -238,7 +239,8 @@ def test_planar_recursions_on_se2_equal_the_spatial_ones(which):
     def outputs(q, qd, qdd, loads):
         r, rest = rnea(rod, q, qd, qdd, loads, level="all"), rnea(rod, q, None, None, loads, level="all")
         mass = rnea(rod, q, qd, qdd, loads, level="mass")
-        fd = R.forward_dynamics(rod, q, qd, loads=loads), *R.forward_dynamics_jacobians(rod, q, qd, loads=loads)
+        u = jnp.asarray([2.0])  # a pulling tendon
+        fd = R.forward_dynamics(rod, q, qd, u, loads), *R.forward_dynamics_jacobians(rod, q, qd, u, loads)
         return r.tau, r.M, r.dq, r.dqd, rest.tau, rest.dq, mass.tau, mass.M, *fd
 
     for a, b in zip(
