@@ -24,6 +24,12 @@ with the minus sign of (16) when passed to :func:`rnea` (the public :func:`inver
 to τ, :func:`jaxse3.rod.dynamics.generalized_forces`). ID alone, without loads, takes a matrix-free path
 (:func:`_rnea_tau`).
 
+Two specialisations of the same recursions: a rod with runs of constant strain (``Rod.strain_run`` > 1) evaluates
+each run's points side by side from the run's first point, which turns the chain into a tree of stars (the backward
+sums run over each anchor's joints, the rule of seed 003 §2.3 for branched linkages); a planar rod (``Rod.planar``)
+without external loads runs them on SE(2), with 3-vectors and 3×3 operators (:mod:`jaxse3.lie.se2`, the
+restrictions of the se(3) maps to the planar subalgebra, which ad and Ad keep invariant).
+
 :func:`inverse_dynamics` carries a ``custom_jvp`` rule built from these derivatives, so ``jax.jacfwd`` and every
 solver that linearises it run the analytical formulas (counted in :data:`ROD_RULE_CALLS`).
 """
@@ -144,7 +150,7 @@ class DerivativeSums(NamedTuple):
 
 
 def _lie(twists: Array) -> ModuleType:
-    """The algebra of twists of this size: se(3) (6), or se(2) (3) on the mass path of a planar rod."""
+    """The algebra of twists of this size: se(3) (6), or se(2) (3) in the recursions of a planar rod."""
     return se2 if twists.shape[-1] == 3 else se3
 
 
@@ -208,7 +214,6 @@ def _forward_pass(
     (d, n), dtype = jt.S.shape[-2:], jt.S.dtype
     zero = jnp.zeros((d, n), dtype)
     rest = jt.S_qd is None
-    ad = _lie(zero.T).ad
     init = PointKinematics(
         base,
         jnp.zeros(d, dtype),
@@ -216,6 +221,7 @@ def _forward_pass(
         zero,
         (JointTerms(None, zero, None) if rest else JointTerms(zero, zero, zero)) if terms else None,
     )
+    ad = _lie(init.eta).ad
 
     def point(k: PointKinematics, j: Joints) -> tuple[PointKinematics, JointTerms | None]:
         """The point at the end of joint j, whose start (or anchor) is the point k."""

@@ -87,8 +87,8 @@ class Rod(eqx.Module):
     quadrature segment) for a PiecewiseConstantBasis with a constant ``xi_star``, else 1. On such a run Ω_α = h_α ξ for
     one ξ, so the kinematics forms the powers of ad_ξ once per run (:func:`jaxse3.lie.se3.dexp_rates`). ``planar``: the
     basis and the reference strain have no out-of-plane component (ω_x, ω_y, v_z zero at every point), so the rod
-    moves in its base frame's xy-plane and the mass path (forward dynamics, M) runs on SE(2) (:mod:`jaxse3.lie.se2`);
-    checked on concrete values (False for a rod built from traced ones).
+    moves in its base frame's xy-plane and its recursions (ID, M, FD and their derivatives, without external loads) run
+    on SE(2) (:mod:`jaxse3.lie.se2`); checked on concrete values (False for a rod built from traced ones).
     """
 
     length: jax.Array
