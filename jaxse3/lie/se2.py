@@ -50,12 +50,21 @@ Vector = Float[Array, "... 3"]
 Matrix = Float[Array, "... 3 3"]
 
 
+def _check(fn: str, **arrays: Array) -> None:
+    """Trace-time shape check: twists and wrenches end in (3,), poses and operators in (3, 3)."""
+    for name, a in arrays.items():
+        want, text = ((3, 3), "(..., 3, 3)") if name == "H" else ((3,), "(..., 3)")
+        if jnp.shape(a)[-len(want) :] != want:
+            raise ValueError(f"se2.{fn}: '{name}' must have shape {text}, got {jnp.shape(a)}")
+
+
 def _matrix(rows: list[list[Array]]) -> Array:
     return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
 
 
 def ad(X: Vector) -> Matrix:
     """ad_X = [[0, 0, 0], [v_y, 0, −ω], [−v_x, ω, 0]]: ad_X Y = [X, Y] (``se3.ad`` on the plane)."""
+    _check("ad", X=X)
     w, a, b = X[..., 0], X[..., 1], X[..., 2]
     z = jnp.zeros_like(w)
     return _matrix([[z, z, z], [b, z, -w], [-a, w, z]])
@@ -63,6 +72,7 @@ def ad(X: Vector) -> Matrix:
 
 def adbar(U: Vector) -> Matrix:
     """adbar_U with ad_Xᵀ U = adbar_U X for a wrench U = (m_z, f_x, f_y) (``se3.adbar`` on the plane)."""
+    _check("adbar", U=U)
     m, f, g = U[..., 0], U[..., 1], U[..., 2]
     z = jnp.zeros_like(m)
     return _matrix([[z, -g, f], [g, z, z], [-f, z, z]])
@@ -75,6 +85,7 @@ def _coefficients(w: Array) -> tuple[Array, Array, Array]:
 
 def exp(X: Vector) -> Float[Array, "... 3 3"]:
     """exp(X̂) = [[R(ω), V(ω) v], [0, 1]] (``se3.exp`` on the plane). ``(..., 3) -> (..., 3, 3)``."""
+    _check("exp", X=X)
     w, a, b = X[..., 0], X[..., 1], X[..., 2]
     alpha, beta, delta = _coefficients(w)
     c, s = 1.0 - 0.5 * beta * w * w, alpha * w  # cos ω, sin ω
@@ -85,6 +96,7 @@ def exp(X: Vector) -> Float[Array, "... 3 3"]:
 
 def Ad(H: Float[Array, "... 3 3"]) -> Matrix:
     """Ad_H = [[1, 0, 0], [r_y, R], [−r_x, R]] (``se3.Ad`` on the plane)."""
+    _check("Ad", H=H)
     R, x, y = H[..., :2, :2], H[..., 0, 2], H[..., 1, 2]
     z, one = jnp.zeros_like(x), jnp.ones_like(x)
     return _matrix([[one, z, z], [y, R[..., 0, 0], R[..., 0, 1]], [-x, R[..., 1, 0], R[..., 1, 1]]])
@@ -92,6 +104,7 @@ def Ad(H: Float[Array, "... 3 3"]) -> Matrix:
 
 def Ad_inv(H: Float[Array, "... 3 3"]) -> Matrix:
     """Ad_{H⁻¹} = [[1, 0, 0], [−(Rᵀr̃)…], [Rᵀ]] (``se3.Ad_inv`` on the plane)."""
+    _check("Ad_inv", H=H)
     R, x, y = H[..., :2, :2], H[..., 0, 2], H[..., 1, 2]
     c, s = R[..., 0, 0], R[..., 1, 0]
     xi, yi = -(c * x + s * y), s * x - c * y  # r' = −Rᵀ r
@@ -101,11 +114,13 @@ def Ad_inv(H: Float[Array, "... 3 3"]) -> Matrix:
 
 def coAd(H: Float[Array, "... 3 3"]) -> Matrix:
     """Coadjoint Ad*_H = Ad_H^{−T} = Ad_{H⁻¹}ᵀ, acting on wrenches (m_z, f_x, f_y) (``se3.coAd`` on the plane)."""
+    _check("coAd", H=H)
     return jnp.swapaxes(Ad_inv(H), -1, -2)
 
 
 def dexp(X: Vector) -> Matrix:
     """dexp_X = I + (β/2) ad_X + δ ad_X², right-trivialised (``se3.dexp`` on the plane). ``(..., 3) -> (..., 3, 3)``."""
+    _check("dexp", X=X)
     _, beta, delta = _coefficients(X[..., 0])
     A = ad(X)
     eye = jnp.eye(3, dtype=A.dtype)
@@ -114,16 +129,19 @@ def dexp(X: Vector) -> Matrix:
 
 def d_dexp(X: Vector, U: Vector) -> Matrix:
     """(D_X dexp_X)(U), the directional derivative of :func:`dexp` (``se3.d_dexp`` on the plane)."""
+    _check("d_dexp", X=X, U=U)
     return jax.jvp(dexp, (X,), (jnp.broadcast_to(U, jnp.shape(X)),))[1]
 
 
 def dexp_apply(X: Vector, Z: Vector) -> Vector:
     """dexp_X Z."""
+    _check("dexp_apply", X=X, Z=Z)
     return jnp.einsum("...ij,...j->...i", dexp(X), Z)
 
 
 def dexpT_apply(X: Vector, Z: Vector) -> Vector:
     """dexp_Xᵀ Z."""
+    _check("dexpT_apply", X=X, Z=Z)
     return jnp.einsum("...ji,...j->...i", dexp(X), Z)
 
 
@@ -134,14 +152,17 @@ _dexpT_jac = _jacobian(dexpT_apply)
 
 def dexp_jac(X: Vector, Z: Vector) -> Matrix:
     """∂(dexp_X Z)/∂X, rows = outputs (``se3.dexp_jac`` on the plane)."""
+    _check("dexp_jac", X=X, Z=Z)
     return _dexp_jac(X, Z)
 
 
 def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
     """∂(dexp_Xᵀ Z)/∂X (``se3.dexpT_jac`` on the plane)."""
+    _check("dexpT_jac", X=X, Z=Z)
     return _dexpT_jac(X, Z)
 
 
 def dexp_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
     """The derivative of ``dexp_jac(X, Z)`` along S: U ↦ (D²_X dexp_X)(U)(S) Z (``se3.dexp_jac_dir`` on the plane)."""
+    _check("dexp_jac_dir", X=X, Z=Z, S=S)
     return jax.jvp(lambda x: dexp_jac(x, Z), (X,), (jnp.broadcast_to(S, jnp.shape(X)),))[1]

@@ -4,6 +4,8 @@ autodiff through the closed forms (central differences, finite gradients at ω =
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -100,3 +102,16 @@ def test_se2_dexp_derivatives_are_the_se3_ones_restricted(w):
     np.testing.assert_allclose(se2.dexpT_apply(X, Z), se3.dexpT_apply(X6, Z6)[P], atol=1e-13)
     batch = se2.dexp_jac(jnp.stack([X, 2 * X]), Z)  # broadcasting over leading axes
     np.testing.assert_allclose(batch[1], _restrict(se3.dexp_jac(2 * X6, Z6)), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: se2.exp(jnp.zeros(6)), "se2.exp: 'X' must have shape (..., 3), got (6,)"),
+        (lambda: se2.Ad_inv(jnp.eye(4)), "se2.Ad_inv: 'H' must have shape (..., 3, 3), got (4, 4)"),
+        (lambda: se2.dexp_jac(jnp.zeros(3), jnp.zeros(2)), "se2.dexp_jac: 'Z' must have shape (..., 3), got (2,)"),
+    ],
+)
+def test_se2_names_the_argument_with_the_wrong_shape(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
