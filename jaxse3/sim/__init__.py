@@ -3,32 +3,34 @@
 Seed 003 §3: statics by Newton with the analytical Jacobian (eq. (13)), dynamics with an implicit adaptive solver
 (Kvaerno) whose stages are solved by :class:`StepChord`, a chord iteration with one Jacobian per step taken from the
 models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs. (10)–(12); modified Newton, the
-Jacobian kept across steps), and explicit solvers for comparison. Batches run as vmapped chunks, Newmark batches as
-stacks of systems on one time grid (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics +
-residual of a parameter
-pytree); :func:`rod_system` wraps a :mod:`jaxse3.rod` rod. Seed 004: :func:`simulate_multibody` integrates a
-:class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³) with a body-form Munthe-Kaas solver.
-Every simulation returns a :class:`Trajectory`.
+Jacobian kept across steps), and explicit solvers for comparison; derivatives of a simulation by the adjoint of
+:data:`ADJOINTS`. Batches run as vmapped chunks, Newmark batches as stacks of systems on one time grid
+(:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter pytree):
+:func:`rod_system` wraps a :mod:`jaxse3.rod` rod, :func:`rigid_system` a rigid tree. Seed 004:
+:func:`simulate_multibody` integrates a :class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³)
+with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajectory`.
 """
 
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
 from jaxse3.sim._multibody import simulate_multibody
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
-from jaxse3.sim.dynamics import SOLVERS, StepChord, simulate
+from jaxse3.sim.dynamics import ADJOINTS, SOLVERS, StepChord, simulate
 from jaxse3.sim.statics import StaticsSolution, solve_statics
-from jaxse3.sim.system import SampledInput, System, as_input, finite_difference, rod_system
+from jaxse3.sim.system import SampledInput, System, as_input, finite_difference, rigid_system, rod_system
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
     "energy_statics",
     "System",
     "rod_system",
+    "rigid_system",
     "SampledInput",
     "as_input",
     "finite_difference",
     "simulate",
     "simulate_multibody",
     "SOLVERS",
+    "ADJOINTS",
     "StepChord",
     "Trajectory",
     "solve_statics",

@@ -41,9 +41,11 @@ from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
 
-__all__ = ["simulate", "SOLVERS", "StepChord"]
+__all__ = ["simulate", "SOLVERS", "ADJOINTS", "StepChord"]
 
 SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "tsit5", "dopri5")
+#: how derivatives of :func:`simulate` are taken (its ``adjoint`` argument; "Gradients" in its docstring)
+ADJOINTS = ("checkpoint", "forward", "backsolve")
 _ADAPTIVE = {
     "kvaerno5": diffrax.Kvaerno5,
     "kvaerno3": diffrax.Kvaerno3,
@@ -217,8 +219,11 @@ def simulate(
     atol: float = 1e-6,
     dt0: float | None = None,
     dt: float = 2e-3,
+    newton_tol: float = 1e-10,
     n_save: int = 201,
     max_steps: int = 100_000,
+    adjoint: str = "checkpoint",
+    checkpoints: int | None = None,
     progress: bool = False,
     throw: bool = True,
 ) -> Trajectory:
@@ -234,8 +239,13 @@ def simulate(
         rtol, atol: tolerances of the adaptive solvers (paper: MATLAB defaults 1e−3, 1e−6).
         dt0: initial step of the adaptive solvers (default: chosen by diffrax).
         dt: fixed step of Newmark-β (paper: 2 ms for the CDM).
+        newton_tol: Newmark-β's Newton tolerance on ``βh² ‖τ − ID‖_∞`` (mass × length); tighten it (1e−14) when
+            Newmark results are compared with central differences (see "Gradients").
         n_save: number of equally spaced output times, 0 and ``t_final`` included.
         max_steps: step limit over the whole run; reaching it is an error (``throw=True``) or a failed result.
+        adjoint: how ``jax`` derivatives of the result are taken (one of :data:`ADJOINTS`; see "Gradients").
+        checkpoints: for ``adjoint="checkpoint"``: the states stored per segment of the run (``None``: diffrax's
+            choice from ``max_steps``, about log₂ of it); fewer checkpoints, less memory, more recomputation.
         progress: show a progress bar (drawn between the compiled segments of the run; it changes neither the
             compiled program nor the numbers).
         throw: raise if the solver fails; otherwise return the Trajectory with its ``result`` code, the samples
@@ -249,14 +259,32 @@ def simulate(
     (progress, results kept up to a failure) and the compiled programs enter the persistent compilation cache; inside
     a caller's ``jit``, ``vmap`` or ``grad`` they run in a ``lax.scan``, with the same results.
 
-    **Gradients.** ``jax.grad``/``jax.jacrev`` through ``simulate`` differentiate the solver's discrete steps
-    (diffrax's recursive-checkpoint adjoint: discretise-then-optimise), with the models' analytical derivative rules
-    inside. That is the exact gradient of what was computed, but it approximates the true sensitivity only to about
-    the solver's accuracy: at the default ``rtol = 1e−3`` the CDM tip's gradient is 2 % off the converged value (and
-    central differences at that tolerance are 33 % off, since the step sequence changes with the parameters). For
-    gradients you can trust use ``rtol <= 1e−8`` (``atol`` accordingly) with an adaptive solver, or ``"newmark"`` with
-    a fixed step, whose discrete map is smooth in the parameters. ``simulate`` warns when it is differentiated with
-    an adaptive solver at ``rtol > 1e−6``.
+    **Gradients.** ``jax.grad``, ``jax.jacrev``, ``jax.jvp`` and ``jax.jacfwd`` of any function of the result with
+    respect to the inputs (e.g. the values of a :class:`~jaxse3.sim.system.SampledInput`), ``q0``, ``qd0`` and the
+    model's parameters (``system.params``: stiffness, damping, density, geometry) differentiate the solver's discrete
+    steps (discretise-then-optimise), with the models' analytical derivative rules inside (for a rod, the
+    ``custom_jvp`` rules counted in :data:`jaxse3.rod.ROD_RULE_CALLS`). Choose ``adjoint`` by the direction:
+
+    * ``"checkpoint"`` (default; reverse mode, ``jax.grad``/``jax.jacrev``): diffrax's
+      ``RecursiveCheckpointAdjoint``. The backward pass replays the steps from ``checkpoints`` stored states per
+      segment: memory grows with ``checkpoints``, recomputation shrinks (about log₂(steps) replays per step at the
+      default). For a scalar loss of many parameters (control knots, the parameters of a rod) this is the one.
+    * ``"forward"`` (forward mode, ``jax.jvp``/``jax.jacfwd``): diffrax's ``ForwardMode``; carries one tangent per
+      input direction along the solve, no storage. Cheaper when there are fewer inputs than outputs (the sensitivity
+      of a whole trajectory to one or a few parameters). Reverse mode fails with it.
+    * ``"backsolve"`` (reverse mode, explicit solvers only): diffrax's ``BacksolveAdjoint``, the continuous adjoint
+      ODE solved backwards with the state: constant memory, but the state is re-integrated backwards in time, which
+      is unstable for a damped (dissipative) model such as a rod with material damping, and the gradient matches the
+      discrete one only to the solver's tolerance. Use it only for long runs of lightly damped models whose
+      checkpoints do not fit in memory.
+
+    The adaptive solvers' gradients are exact for the steps they took, but those steps change with the parameters:
+    at the default ``rtol = 1e−3`` the CDM tip's gradient is 2 % off the converged value (central differences at
+    that tolerance are 33 % off). For gradients you can trust use ``rtol <= 1e−8`` (``atol`` accordingly), or
+    ``"newmark"``, whose fixed-step map is smooth in the parameters: its steps' roots are differentiated by the
+    implicit function theorem (the exact Newmark map, whatever ``newton_tol``), so comparisons with central
+    differences of Newmark runs need ``newton_tol=1e-14`` for the differenced runs to be that map. ``simulate`` warns
+    when it is differentiated with an adaptive solver at ``rtol > 1e−6``.
     """
     return _checked_simulate(
         "simulate",
@@ -272,8 +300,11 @@ def simulate(
         atol=atol,
         dt0=dt0,
         dt=dt,
+        newton_tol=newton_tol,
         n_save=n_save,
         max_steps=max_steps,
+        adjoint=adjoint,
+        checkpoints=checkpoints,
         progress=progress,
         throw=throw,
     )
@@ -317,8 +348,11 @@ def _checked_simulate(
     atol,
     dt0,
     dt,
+    newton_tol,
     n_save,
     max_steps,
+    adjoint,
+    checkpoints,
     progress,
     throw,
 ) -> Trajectory:
@@ -328,7 +362,24 @@ def _checked_simulate(
         raise ValueError(f"{who}: solver must be one of {SOLVERS}, got {solver!r}")
     if jacobian not in ("analytic", "finite-difference"):
         raise ValueError(f"{who}: jacobian must be 'analytic' or 'finite-difference', got {jacobian!r}")
-    for name, v in (("t_final", t_final), ("rtol", rtol), ("atol", atol), ("dt", dt), ("dt0", dt0)):
+    if adjoint not in ADJOINTS:
+        raise ValueError(f"{who}: adjoint must be one of {ADJOINTS}, got {adjoint!r}")
+    if adjoint == "backsolve" and solver not in ("tsit5", "dopri5"):
+        raise ValueError(
+            f"{who}: adjoint='backsolve' needs an explicit solver ('tsit5' or 'dopri5'), got solver={solver!r}; "
+            "use adjoint='checkpoint' (reverse mode) or 'forward' (forward mode)"
+        )
+    if not (checkpoints is None or (isinstance(checkpoints, int) and checkpoints >= 1)):
+        raise ValueError(f"{who}: checkpoints must be None or a positive int, got {checkpoints!r}")
+    positive = (
+        ("t_final", t_final),
+        ("rtol", rtol),
+        ("atol", atol),
+        ("dt", dt),
+        ("dt0", dt0),
+        ("newton_tol", newton_tol),
+    )
+    for name, v in positive:
         if v is not None and _concrete(v) and not (jnp.ndim(v) == 0 and np.isfinite(v) and v > 0):
             raise ValueError(f"{who}: {name} must be positive and finite, got {v}")
     if not (isinstance(n_save, int) and n_save >= 2):
@@ -360,7 +411,7 @@ def _checked_simulate(
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
-    cfg = _Config(solver, jacobian, max_steps)
+    cfg = _Config(solver, jacobian, max_steps, adjoint, checkpoints, newton_tol)
     return _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg, progress, throw, who)
 
 
@@ -414,6 +465,16 @@ class _Config(eqx.Module):
     solver: str = eqx.field(static=True)
     jacobian: str = eqx.field(static=True)
     max_steps: int = eqx.field(static=True)
+    adjoint: str = eqx.field(static=True, default="checkpoint")
+    checkpoints: int | None = eqx.field(static=True, default=None)
+    newton_tol: float = eqx.field(static=True, default=1e-10)
+
+    def diffrax_adjoint(self) -> diffrax.AbstractAdjoint:
+        if self.adjoint == "forward":
+            return diffrax.ForwardMode()
+        if self.adjoint == "backsolve":
+            return diffrax.BacksolveAdjoint()
+        return diffrax.RecursiveCheckpointAdjoint(self.checkpoints)
 
 
 class _Carry(eqx.Module):
@@ -437,7 +498,7 @@ def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
             term = SecondOrderResidualTerm(_residual)
         else:
             term = SecondOrderResidualTerm(_stacked(_residual, axes), _stacked(_residual_jacobians, axes))
-        method = Newmark(beta=0.25, gamma=0.5, iteration="modified")
+        method = Newmark(beta=0.25, gamma=0.5, tol=cfg.newton_tol, iteration="modified")
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.residual))
     method = _ADAPTIVE[cfg.solver]()
     if isinstance(method, diffrax.AbstractImplicitSolver):
@@ -472,20 +533,24 @@ def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
     at ``ts[1:]`` (NaN after a failure). No host callback: the program can enter the persistent cache."""
     term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
     saveat = diffrax.SaveAt(ts=ts[1:], solver_state=True, controller_state=True, made_jump=True)
+    # the backsolve adjoint differentiates only the initial state and the args: each segment starts afresh (the
+    # explicit solvers then evaluate the vector field once more) from the step size reached, taken as a constant
+    fresh = cfg.adjoint == "backsolve"
     sol = diffrax.diffeqsolve(
         term,
         method,
         ts[0],
         ts[-1],
-        carry.dt,
+        jax.lax.stop_gradient(carry.dt) if fresh else carry.dt,
         carry.y,
         args=args,
         saveat=saveat,
         stepsize_controller=controller,
         max_steps=cfg.max_steps,
+        adjoint=cfg.diffrax_adjoint(),
         throw=False,
-        solver_state=carry.solver_state,
-        controller_state=carry.controller_state,
+        solver_state=None if fresh else carry.solver_state,
+        controller_state=None if fresh else carry.controller_state,
         made_jump=carry.made_jump,
     )
     steps = carry.num_steps + sol.stats["num_steps"]

@@ -12,7 +12,8 @@ whatever ``jax.jvp`` finds: for a rod, the analytical ``custom_jvp`` rules of :m
 :func:`finite_difference`
 swaps them for forward differences (seed 003 eq. (38), ε = 1e−6), the baseline of the paper's Table 3.
 
-:func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact).
+:func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact), :func:`rigid_system`
+a :class:`jaxse3.rigid.Model` whose joints have one degree of freedom each (joint torques as inputs).
 
 Inputs ``u(t)`` are any callable of time; :class:`SampledInput` interpolates sampled values (a pytree, so batches of
 sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
@@ -29,9 +30,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from jaxse3 import rod as rods
+from jaxse3 import rigid, rod as rods
 
-__all__ = ["System", "rod_system", "SampledInput", "as_input", "finite_difference"]
+__all__ = ["System", "rod_system", "rigid_system", "SampledInput", "as_input", "finite_difference"]
 
 
 class System(eqx.Module):
@@ -143,6 +144,50 @@ def rod_system(rod: rods.Rod, loads: rods.Loads | None = None) -> System:
         rod.n_tendons,
         _rod_scale_loads,
         _rod_rest_residual,
+    )
+
+
+def _rigid_forward_dynamics(model, q, qd, u):
+    return rigid.forward_dynamics(model, q, qd, u)
+
+
+def _rigid_residual(model, q, qd, qdd, u):
+    return u - rigid.rnea(model, q, qd, qdd)
+
+
+def _rigid_points(model, q):
+    return rigid.forward_kinematics(model, q)[:, :3, 3]
+
+
+def _rigid_scale_loads(model, lam):
+    return eqx.tree_at(lambda m: m.gravity, model, lam * model.gravity)
+
+
+def rigid_system(model: rigid.Model) -> System:
+    """The :class:`System` of a rigid tree: ``q̈ = FD(q, q̇, τ)``, residual ``τ − RNEA(q, q̇, q̈)``, the joint torques
+    τ (nv,) as inputs, the bodies' origins as points (the last body's is the tip).
+
+    Derivatives run the analytical rules of :mod:`jaxse3.rigid` (IDSVA, seed 002 eqs. (7)–(8); the chain rule of
+    forward dynamics), as for a rod. The drivers integrate q as a vector, so every joint must have one degree of
+    freedom (revolute, prismatic, helical: ``model.nq == model.nv``); a spherical or free joint stores a quaternion
+    and is rejected.
+    """
+    if not isinstance(model, rigid.Model):
+        raise TypeError(f"rigid_system: model must be a jaxse3.rigid.Model, got {type(model).__name__}")
+    if model.nq != model.nv:
+        multi = sorted({t for t in model.joint_types if t in ("spherical", "free")})
+        raise ValueError(
+            f"rigid_system: every joint must have one degree of freedom (nq == nv), got nq = {model.nq}, "
+            f"nv = {model.nv} (joint types {multi} store quaternions, which the drivers would integrate as vectors)"
+        )
+    return System(
+        model,
+        _rigid_forward_dynamics,
+        _rigid_residual,
+        _rigid_points,
+        model.nv,
+        model.nv,
+        _rigid_scale_loads,
     )
 
 
