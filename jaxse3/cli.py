@@ -6,6 +6,8 @@ bar, prints a timing summary (compilation separately from the simulation's wall 
 snapshots, tip path) to ``--out`` (default ``./jaxse3-out``). ``jaxse3 list`` lists the examples. ``jaxse3 run
 lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp, log, dexp,
 dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``, ``--save``).
+``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of :mod:`jaxse3.optim.scenarios` by
+single shooting and writes ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxse3.demo import demo, run_rod_example  # noqa: E402
+from jaxse3.demo import demo, run_optimisation_example, run_rod_example  # noqa: E402
 
 
 def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) -> None:
@@ -35,6 +37,10 @@ EXAMPLES = {
     "cdm": "seed 003 cable-driven soft manipulator, 10 s dynamics (the main job)",
     "cdm-contact": "the CDM inside a hollow cylinder with Hertz-type contact (seed 003 §6.2)",
     "lie-demo": "accuracy and speed of the SE(3) core's closed forms (exp, log, dexp, derivatives)",
+}
+#: the problems of ``jaxse3 optimize``
+PROBLEMS = {
+    "cdm-reach": "the CDM's tip to a target point (--target X Y Z) from rest, bounded tensions, single shooting",
 }
 
 
@@ -69,6 +75,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=_positive(int), default=100_000, help="solver step limit (default 100000)")
     r.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     parser.run_parser = r  # type: ignore[attr-defined]  # main() reads its defaults
+    o = sub.add_parser("optimize", help="solve a built-in trajectory optimisation problem (see 'jaxse3 list')")
+    o.add_argument("problem", choices=list(PROBLEMS), metavar="PROBLEM", help="one of: " + ", ".join(PROBLEMS))
+    o.add_argument("--target", type=float, nargs=3, default=(0.1, 0.05, -0.45), metavar=("X", "Y", "Z"))
+    o.add_argument("--t-final", type=_positive(float), default=2.0, help="horizon in s (default 2)")
+    o.add_argument("--knots", type=_positive(int), default=6, help="tension knots per cable (default 6)")
+    o.add_argument("--max-iters", type=_positive(int), default=50, help="optimiser iterations (default 50)")
+    o.add_argument("--gtol", type=_positive(float), default=1e-5, help="projected-gradient tolerance (1e-5)")
+    o.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
+    o.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     for p in (parser, d, r):
         p.add_argument("--batch", type=_positive(int), default=10_000, help="lie-demo: timing batch size (10000)")
         p.add_argument("--save", metavar="PATH", help="lie-demo: write the results as JSON")
@@ -100,7 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         for name, text in EXAMPLES.items():
             print(f"{name:12s} {text}")
+        for name, text in PROBLEMS.items():
+            print(f"{name:12s} {text} (jaxse3 optimize {name})")
         return 0
+    if args.command == "optimize":
+        if args.knots < 2:
+            parser.error("--knots must be at least 2")
+        steps = args.t_final / 2e-3
+        if abs(steps - round(steps)) > 1e-9 * steps:
+            parser.error(f"--t-final must be a whole number of 2 ms steps, got {args.t_final}")
+        _writable_folder(parser, "--out", args.out)
+        return run_optimisation_example(args.problem, args)
     run = parser.run_parser  # type: ignore[attr-defined]
     if args.command == "run" and args.example != "lie-demo":
         if args.n_save < 2:

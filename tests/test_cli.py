@@ -14,7 +14,7 @@ from jaxse3.sim import Trajectory
 def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("cdm", "cdm-contact", "lie-demo"):
+    for name in ("cdm", "cdm-contact", "lie-demo", "jaxse3 optimize cdm-reach"):
         assert name in out
 
 
@@ -25,6 +25,10 @@ def test_list(capsys):
         (["run", "cdm", "--t-final", "-1"], "must be positive"),
         (["run", "cdm", "--t-final", "abc"], "expected a float"),
         (["run", "cdm", "--solver", "euler"], "invalid choice"),
+        (["optimize", "arm"], "invalid choice"),
+        (["optimize", "cdm-reach", "--target", "0.1", "0.2"], "expected 3 arguments"),
+        (["optimize", "cdm-reach", "--t-final", "0.0031"], "whole number of 2 ms steps"),
+        (["optimize", "cdm-reach", "--knots", "1"], "--knots must be at least 2"),
     ],
 )
 def test_bad_arguments(argv, message, capsys):
@@ -91,3 +95,21 @@ def test_run_cdm_twice_the_second_run_is_served_by_the_cache(tmp_path):
     meta = Trajectory.metadata(out / "cdm.npz")
     assert meta["units"]["t"] == "s" and meta["run"]["t_final"] == 0.05 and meta["run"]["solver"] == "kvaerno5"
     assert (out / "cdm.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_optimize_cdm_reach_writes_a_solution_that_replays(tmp_path):
+    """``jaxse3 optimize cdm-reach`` on a short horizon: the cost decreases, the npz holds the controls (T, 5), the
+    states (T + 1, 48), the cost history and the iterations, and replaying its knots reproduces its tip."""
+    from jaxse3.optim import Solution, scenarios
+
+    out = tmp_path / "out"
+    argv = ["optimize", "cdm-reach", "--t-final", "0.1", "--max-iters", "2", "--no-progress", "--out", str(out)]
+    assert cli.main(argv) == 0
+    sol = Solution.load(out / "cdm-reach.npz")
+    assert sol.u.shape == (5, 5) and sol.x.shape == (6, 48) and sol.iterations == 2
+    assert sol.cost_history[-1] < sol.cost_history[0]
+    assert np.all(sol.values >= 0.0) and np.all(sol.values <= 20.0)
+    replay = scenarios.cdm_reach(t_final=0.1).rollout(sol.values)
+    np.testing.assert_allclose(replay.tip, sol.tip, atol=1e-12)
+    assert (out / "cdm-reach.png").stat().st_size > 10_000

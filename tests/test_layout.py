@@ -199,6 +199,7 @@ LAYERS = (
     ("integrate",),
     ("rigid", "rod"),
     ("sim",),
+    ("optim",),
     ("viz",),
     ("demo",),
     ("cli",),

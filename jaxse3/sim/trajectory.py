@@ -46,6 +46,36 @@ def _npz(path: str | os.PathLike) -> str:
     return path if path.endswith(".npz") else path + ".npz"
 
 
+def write_npz(path: str | os.PathLike, arrays: dict[str, Any], metadata: dict[str, Any]) -> str:
+    """Write ``arrays`` and the JSON of ``metadata`` (entry ``"metadata"``) to ``path`` (``.npz`` appended if
+    missing) atomically: to a temporary file beside it, then renamed, so an interrupted write leaves any older file
+    intact. Returns the path written."""
+    path = _npz(path)
+    info = json.dumps(metadata)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **{k: np.asarray(v) for k, v in arrays.items()}, metadata=np.asarray(info))
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would differ from a plain open()
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``metadata`` stored by :func:`write_npz` (an empty dict for files without it)."""
+    with np.load(_npz(path)) as data:
+        return json.loads(str(data["metadata"])) if "metadata" in data.files else {}
+
+
 class Trajectory(eqx.Module):
     """A simulated motion sampled at times ``t``.
 
@@ -98,27 +128,10 @@ class Trajectory(eqx.Module):
         monitor as the entry ``"monitors/<name>"``) with the units and ``metadata`` (JSON-serialisable: the run's
         parameters). The file is written to a temporary file beside it and renamed, so an interrupted save leaves any
         older file intact. Returns the path written."""
-        path = _npz(path)
         arrays = {k: np.asarray(v) for k, v in vars(self).items() if k != "monitors"}
         arrays.update({_MONITOR + str(k): np.asarray(v) for k, v in self.monitors.items()})
         units = {**UNITS, **{_MONITOR + str(k): MONITOR_UNITS.get(k, "unspecified") for k in self.monitors}}
-        info = json.dumps({"units": units, **(metadata or {})})
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays, metadata=np.asarray(info))
-                fh.flush()
-                os.fsync(fh.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would differ from a plain open()
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        return path
+        return write_npz(path, arrays, {"units": units, **(metadata or {})})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
@@ -137,5 +150,4 @@ class Trajectory(eqx.Module):
     @staticmethod
     def metadata(path: str | os.PathLike) -> dict[str, Any]:
         """The units and run parameters stored by :meth:`save` (an empty dict for files without them)."""
-        with np.load(_npz(path)) as data:
-            return json.loads(str(data["metadata"])) if "metadata" in data.files else {}
+        return read_metadata(path)

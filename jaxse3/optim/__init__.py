@@ -1,0 +1,20 @@
+"""Trajectory optimisation through the simulator (seed 003's models, rigid trees; later linkages).
+
+* :class:`Problem`: a :class:`~jaxse3.sim.System`, a horizon, a control parameterisation
+  (:class:`~jaxse3.optim.controls.Controls`: piecewise constant, piecewise linear, cubic B-spline knots), a running
+  and a terminal cost written as plain JAX functions (helpers in :mod:`jaxse3.optim.costs`: SE(3)-log pose error, tip
+  position, effort, state regularisation) and bounds on the controls.
+* :func:`solve_shooting`: single shooting with optax (projected L-BFGS with a backtracking search, Adam or any
+  optax transformation with projected steps), gradients through :func:`jaxse3.sim.simulate` with the models'
+  analytical rules.
+* :class:`Solution`: the optimised knots and motion (``u`` (T, n_inputs), ``x`` (T + 1, 2 n_dof)), cost and gradient
+  histories, ``converged`` and the reason it stopped; ``save``/``load`` as ``.npz``.
+"""
+
+from jaxse3.optim import costs
+from jaxse3.optim.controls import KINDS, Controls
+from jaxse3.optim.problem import Problem
+from jaxse3.optim.shooting import OPTIMISERS, solve_shooting
+from jaxse3.optim.solution import Solution
+
+__all__ = ["Problem", "Controls", "KINDS", "costs", "solve_shooting", "OPTIMISERS", "Solution"]

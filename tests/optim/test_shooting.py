@@ -1,0 +1,163 @@
+"""Single shooting: on a linear system with a quadratic cost the knots that L-BFGS finds equal the minimiser of the
+exact quadratic (built from matrix exponentials, independently of the simulator); bounds hold (reparameterised for
+L-BFGS, projected for Adam) and the bounded optimum is a KKT point; the cost is the trapezoidal rule of the running
+cost plus the terminal cost; a non-finite cost stops with the last good iterate; bad input is named; a solution
+survives a save/load round trip."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+from jaxse3.optim import Problem, Solution, costs, solve_shooting
+from tests.sim import standin
+
+T, N_KNOTS, N_SAVE = 1.0, 4, 21
+TARGET = np.array([0.3, -0.2, 0.1, 0.25])
+W_EFFORT = 1e-2
+
+
+def _running(t, q, qd, u):
+    return W_EFFORT * costs.effort(u)
+
+
+def _terminal(q, qd):
+    return 0.5 * jnp.sum((q - TARGET) ** 2)
+
+
+def _problem(**kw):
+    """The linear stand-in (M q̈ + D q̇ + K q = B u) reaching TARGET; one compiled step serves every test (the costs
+    are module-level functions and the bounds are arrays)."""
+    system = standin.make(g=0.0)
+    return Problem(
+        system,
+        T,
+        running=_running,
+        terminal=_terminal,
+        n_knots=N_KNOTS,
+        kind="linear",
+        n_save=N_SAVE,
+        simulation=dict(solver="kvaerno5", rtol=1e-11, atol=1e-13),
+        **kw,
+    )
+
+
+def _exact_quadratic(system):
+    """(P, S, w): q(T) = P c for flattened knots c (from rest; first-order hold on each knot interval, exactly by the
+    matrix exponential of the system augmented with u and u̇), u at the samples = S c, trapezoid weights w."""
+    p = system.params
+    M, K, D, B = (np.asarray(a) for a in (p.M, p.K, p.D, p.B))
+    n, m = B.shape
+    Minv = np.linalg.inv(M)
+    A = np.zeros((2 * n + 2 * m, 2 * n + 2 * m))
+    A[:n, n : 2 * n] = np.eye(n)
+    A[n : 2 * n, :n], A[n : 2 * n, n : 2 * n], A[n : 2 * n, 2 * n : 2 * n + m] = -Minv @ K, -Minv @ D, Minv @ B
+    A[2 * n : 2 * n + m, 2 * n + m :] = np.eye(m)
+    h = T / (N_KNOTS - 1)
+    E = scipy.linalg.expm(A * h)
+    P = np.zeros((n, N_KNOTS * m))
+    for j in range(N_KNOTS * m):
+        c = np.eye(N_KNOTS * m)[j].reshape(N_KNOTS, m)
+        x = np.zeros(2 * n)
+        for k in range(N_KNOTS - 1):
+            x = (E @ np.concatenate([x, c[k], (c[k + 1] - c[k]) / h]))[: 2 * n]
+        P[:, j] = x[:n]
+    ts = np.linspace(0, T, N_SAVE)
+    S = np.einsum(
+        "ks,ij->sikj", np.stack([np.interp(ts, np.linspace(0, T, N_KNOTS), e) for e in np.eye(N_KNOTS)]), np.eye(m)
+    )
+    S = S.reshape(N_SAVE * m, N_KNOTS * m)
+    w = np.full(N_SAVE, T / (N_SAVE - 1))
+    w[[0, -1]] /= 2
+    return P, S, np.repeat(w, m)
+
+
+def _exact_cost(c, P, S, w):
+    c = np.ravel(c)
+    r = P @ c - TARGET
+    return 0.5 * r @ r + W_EFFORT * 0.5 * np.sum(w * (S @ c) ** 2)
+
+
+def test_cost_is_the_trapezoidal_rule_plus_the_terminal_cost():
+    problem = _problem()
+    c = np.random.default_rng(0).normal(size=problem.control_shape)
+    P, S, w = _exact_quadratic(problem.system)
+    np.testing.assert_allclose(problem.cost(c), _exact_cost(c, P, S, w), rtol=1e-8)
+
+
+def test_lbfgs_finds_the_minimiser_of_the_exact_quadratic():
+    problem = _problem()
+    P, S, w = _exact_quadratic(problem.system)
+    H = P.T @ P + W_EFFORT * S.T @ (w[:, None] * S)
+    c_star = np.linalg.solve(H, P.T @ TARGET)
+    sol = solve_shooting(problem, max_iters=60, gtol=1e-8)  # the adaptive solver's noise in J: ~1e-9 in ∇J
+    assert sol.converged, sol.message
+    # H's smallest eigenvalue is ~1e-3: a gradient of 1e-8 leaves knots up to ~1e-5 from c*
+    np.testing.assert_allclose(np.ravel(sol.values), c_star, atol=1e-5 * np.abs(c_star).max())
+    np.testing.assert_allclose(sol.cost, _exact_cost(c_star, P, S, w), rtol=1e-9)
+    assert sol.cost_history[0] > sol.cost and sol.iterations == len(sol.cost_history) - 1
+    assert sol.u.shape == (N_SAVE - 1, 2) and sol.x.shape == (N_SAVE, 8) and sol.tip.shape == (N_SAVE, 3)
+
+
+@pytest.mark.parametrize("optimiser", ["lbfgs", "adam"])
+def test_bounded_solutions_stay_in_the_box_and_are_kkt_points(optimiser):
+    """With 0 ≤ u ≤ 1.5 (some bounds active): every knot stays in the box; at the solution the exact gradient
+    vanishes on the free knots and points outwards on the active ones."""
+    lower, upper = 0.0, 1.5
+    problem = _problem(lower=lower, upper=upper)
+    P, S, w = _exact_quadratic(problem.system)
+    kw = dict(max_iters=60, gtol=1e-7) if optimiser == "lbfgs" else dict(max_iters=400, learning_rate=2e-2, gtol=1e-4)
+    sol = solve_shooting(problem, np.full(problem.control_shape, 0.5), optimiser=optimiser, **kw)
+    c = np.ravel(sol.values)
+    assert np.all(c >= lower) and np.all(c <= upper)
+    g = P.T @ (P @ c - TARGET) + W_EFFORT * S.T @ (w * (S @ c))
+    at_lower, at_upper = c < lower + 1e-4, c > upper - 1e-4
+    assert at_lower.any() or at_upper.any(), "the test needs an active bound"
+    free = ~(at_lower | at_upper)
+    tol = 1e-5 if optimiser == "lbfgs" else 2e-4
+    assert np.all(np.abs(g[free]) < tol) and np.all(g[at_lower] > -tol) and np.all(g[at_upper] < tol)
+    assert sol.cost < sol.cost_history[0]
+
+
+def test_a_non_finite_cost_stops_with_the_last_good_iterate():
+    problem = _problem()
+    explode = Problem(
+        problem.system,
+        T,
+        terminal=lambda q, qd: jnp.where(jnp.sum(q) > 0.0, jnp.nan, -jnp.sum(q)),  # NaN once the motion goes up
+        n_knots=N_KNOTS,
+        n_save=N_SAVE,
+        simulation=dict(problem.simulation),
+    )
+    sol = solve_shooting(explode, optimiser="adam", learning_rate=1.0, max_iters=50)
+    assert not sol.converged and "not finite" in sol.message
+    assert np.all(np.isfinite(sol.cost_history)) and np.isfinite(explode.cost(sol.values))
+
+
+def test_bad_problems_are_named():
+    system = standin.make()
+    with pytest.raises(ValueError, match="the terminal cost must return a scalar, got shape"):
+        Problem(system, T, terminal=lambda q, qd: q)
+    with pytest.raises(ValueError, match=r"lower > upper for inputs \[1\]"):
+        Problem(system, T, lower=[0.0, 2.0], upper=[1.0, 1.0])
+    with pytest.raises(ValueError, match="not a whole number of Newmark steps"):
+        Problem(system, 1.0, simulation=dict(solver="newmark", dt=0.3))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Problem(system, T, kind="spline")
+    problem = Problem(system, T, n_knots=3)
+    with pytest.raises(ValueError, match=r"initial must have shape \(3, 2\), got \(2, 3\)"):
+        solve_shooting(problem, np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="optimiser must be one of"):
+        solve_shooting(problem, optimiser="bfgs")
+
+
+def test_solution_round_trip(tmp_path):
+    sol = solve_shooting(_problem(), max_iters=2)
+    path = sol.save(tmp_path / "reach", metadata={"target": TARGET.tolist()})
+    back = Solution.load(path)
+    for name in ("values", "t", "u", "x", "tip", "cost_history", "gradient_history"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(sol, name))
+    assert (back.iterations, back.converged, back.message) == (sol.iterations, sol.converged, sol.message)
+    assert back.info == sol.info
+    raw = np.load(path)
+    assert raw["u"].shape == (N_SAVE - 1, 2) and raw["x"].shape == (N_SAVE, 8)
