@@ -216,6 +216,31 @@ class Newmark(AbstractSolver):
         scale = solver.beta * h * h
         return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
 
+    @staticmethod
+    def _linearised(x, p, dp):
+        """(βh² J, the tangent of βh² r along dp) from one evaluation of the partials at the root x: the tangents of
+        the previous state (q_n, q̇_n, q̈_n) and of h enter through the Newmark update, whose derivatives are known,
+        so only the arguments (inputs, model parameters) and t_{n+1} need a JVP of r, at fixed (q, q̇, q̈)."""
+        solver, term, t1, h, y0, qdd0, args = p
+        _, _, dt1, dh, (dq0, dqd0), dqdd0, dargs = dp
+        dt1, dh = (jnp.zeros_like(h) if d is None else d for d in (dt1, dh))
+        beta, gamma = solver.beta, solver.gamma
+        q, qd = solver.predict(h, y0, qdd0, x)
+        _, A_q, A_qd, A_qdd = term.partials(t1, q, qd, x, args)
+        scale = beta * h * h
+        S = scale * (A_qdd + gamma * h * A_qd + beta * h * h * A_q)
+        # the Newmark update's tangents in (q_n, q̇_n, q̈_n, h) at fixed x = q̈_{n+1}
+        qd0 = y0[1]
+        dq = dq0 + h * dqd0 + h * h * (0.5 - beta) * dqdd0 + dh * (qd0 + 2 * h * ((0.5 - beta) * qdd0 + beta * x))
+        dqd = dqd0 + h * (1.0 - gamma) * dqdd0 + dh * ((1.0 - gamma) * qdd0 + gamma * x)
+        matvec = lambda A, v: jnp.einsum("...ij,...j->...i", A, v)
+        args_dyn, args_static = eqx.partition(args, eqx.is_inexact_array)
+        _, dr_args = jax.jvp(
+            lambda t, a: term.residual(t, q, qd, x, eqx.combine(a, args_static)), (t1, args_dyn), (dt1, dargs)
+        )
+        dr = matvec(A_q, dq) + matvec(A_qd, dqd) + dr_args
+        return S, scale * dr  # the scale's own derivative multiplies r = 0 (the root)
+
     def step(
         self,
         terms: PyTree[AbstractTerm],
@@ -232,7 +257,7 @@ class Newmark(AbstractSolver):
         qdd0 = solver_state.acceleration
         params = (self, terms, t1, h, y0, qdd0, args)
         if self.iteration == "newton":
-            sol = newton(self._system, qdd0, params, self.tol, self.max_iters)
+            sol = newton(self._system, qdd0, params, self.tol, self.max_iters, linearised=self._linearised)
             factors, jacobians = None, sol.num_steps + 1
         else:
             sol = modified_newton(
@@ -244,6 +269,7 @@ class Newmark(AbstractSolver):
                 self.tol,
                 self.max_iters,
                 self.rate,
+                self._linearised,
             )
             factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
         y1 = self.predict(h, y0, qdd0, sol.value)

@@ -146,6 +146,8 @@ def differentiable_root(
     matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]],
     x: Float[Array, "*b k"],
     params: Any,
+    linearised: Callable[[Float[Array, "*b k"], Any, Any], tuple[Float[Array, "*b k k"], Float[Array, "*b k"]]]
+    | None = None,
 ) -> Float[Array, "*b k"]:
     """``x`` (a root of ``residual(·, params)``, computed without gradients), differentiable w.r.t. ``params`` by the
     implicit function theorem: ``dx = −matrix(x, params)⁻¹ ∂residual/∂params · dparams``.
@@ -154,6 +156,11 @@ def differentiable_root(
     derivative is taken. ``params``: any pytree; its inexact arrays are what the result is differentiable w.r.t.
     ``residual`` and ``matrix`` must not close over traced values (pass them in ``params``): the derivative rule is
     traced apart from the caller (a closed-over tracer fails at lowering with "No constant handler").
+
+    ``linearised(x, params, dparams) -> (∂R/∂x, ∂R/∂params · dparams)``, when given, replaces ``matrix`` and the JVP
+    of ``residual`` (``dparams``: the tangents of ``params``' inexact arrays, None at its other leaves): for a
+    residual whose partial derivatives in x also give its derivative in part of the parameters (a time step's
+    residual in the previous state), one linearisation then serves both.
     """
     dyn, static = eqx.partition(params, eqx.is_inexact_array)
 
@@ -166,6 +173,9 @@ def differentiable_root(
         x, dyn = primals
         _, ddyn = tangents
         p = eqx.combine(dyn, static)
+        if linearised is not None:
+            S, dR = linearised(x, p, ddyn)
+            return x, -_solve(S, dR)
         _, dR = jax.jvp(lambda d: residual(x, eqx.combine(d, static)), (dyn,), (ddyn,))
         return x, -_solve(matrix(x, p), dR)
 
@@ -184,6 +194,7 @@ def newton(
     tol: float,
     max_iters: int,
     exact_matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]] | None = None,
+    linearised: Callable | None = None,
 ) -> NewtonResult:
     """Solve ``R(x, params) = 0`` by Newton's method with a caller-supplied iteration matrix; the root is
     differentiable w.r.t. ``params`` (implicit function theorem).
@@ -198,6 +209,7 @@ def newton(
         max_iters: the largest number of updates before the test.
         exact_matrix: ``(x, params) -> ∂R/∂x``, needed only when ``fun``'s matrix is an approximation; it is evaluated
             at the root, and only when the result is differentiated.
+        linearised: as in :func:`differentiable_root` (replaces ``exact_matrix`` and the JVP of the residual).
 
     Returns:
         a :class:`NewtonResult`. The update computed from the residual that passed the test is applied (it polishes
@@ -206,7 +218,7 @@ def newton(
     frozen = _frozen(params)
     sol = newton_iterations(lambda x: fun(x, frozen), x0, lambda x, dx, R: _norm(R) <= tol, max_iters + 1)
     matrix = exact_matrix if exact_matrix is not None else (lambda x, p: fun(x, p)[1])
-    value = differentiable_root(lambda x, p: fun(x, p)[0], matrix, sol.value, params)
+    value = differentiable_root(lambda x, p: fun(x, p)[0], matrix, sol.value, params, linearised)
     return NewtonResult(value, sol.result, sol.num_steps - 1, sol.stats)
 
 
@@ -243,15 +255,17 @@ def modified_newton(
     tol: float,
     max_iters: int,
     rate: float = 0.3,
+    linearised: Callable | None = None,
 ) -> NewtonResult:
     """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
     matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update
     reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged).
 
-    Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there); ``factors``: the
-    :class:`Factors` to start with (e.g. those this function returned for the previous time step). Under a ``vmap``
-    with a batched convergence test, ``lax.cond`` evaluates both branches, i.e. the matrix at every update: solve a
-    batch as one block system instead (``x`` ``(B, k)``, matrices ``(B, k, k)``), whose test is one scalar.
+    Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
+    :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
+    for the previous time step). Under a ``vmap`` with a batched convergence test, ``lax.cond`` evaluates both
+    branches, i.e. the matrix at every update: solve a batch as one block system instead (``x`` ``(B, k)``, matrices
+    ``(B, k, k)``), whose test is one scalar.
     """
     frozen = _frozen(params)
 
@@ -272,7 +286,7 @@ def modified_newton(
     x, R, f, k, m = lax.while_loop(cond, body, (x0, residual(x0, frozen), lax.stop_gradient(factors), zero, zero))
     x = x - _lu_solve(f, R)  # polish, as in :func:`newton`
     result = NewtonResults.where(_norm(R) <= tol, NewtonResults.successful, _failure(R))
-    value = differentiable_root(residual, matrix, x, params)
+    value = differentiable_root(residual, matrix, x, params, linearised)
     return NewtonResult(value, result, k, {"factors": f, "refreshes": m})
 
 

@@ -206,6 +206,31 @@ def test_stack_of_systems_equals_separate_solves(iteration):
         np.testing.assert_allclose(ys_b[0][:, i], ys[0], rtol=0, atol=1e-11)
 
 
+@pytest.mark.parametrize("iteration", ["newton", "modified"])
+def test_gradients_in_the_step_size_the_parameters_and_a_stack_match_finite_differences(iteration):
+    """The root's derivative from one linearisation (the step's partials give its tangent in the previous state and
+    in h): the gradient with respect to h (25 steps of h), the damping and a stack's initial positions equals
+    central differences."""
+    run, run_stack = runner(True, iteration), runner(True, iteration, stacked=True)
+    q0s = jnp.asarray(Q0) + jnp.array([[0.0, 0.0], [0.3, -0.2]])
+    qd0s = jnp.broadcast_to(jnp.asarray(QD0), q0s.shape)
+
+    def loss(h, c, q0s):
+        ys, _, _ = run(h, 25 * h, jnp.asarray(Q0), jnp.asarray(QD0), (c, 1.5), 1e-13)
+        ys_b, _, _ = run_stack(0.04, 1.0, q0s, qd0s, (0.05, 1.5), 1e-13)
+        return jnp.sum(ys[0][-1] ** 2) + jnp.sum(jnp.sin(ys[1][-1])) + jnp.sum(ys_b[0][-1] * ys_b[1][-1])
+
+    args = (jnp.asarray(0.04), jnp.asarray(0.05), q0s)
+    grads = jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*args)
+    e = 1e-6
+    for i, g in enumerate(grads):
+        for d in np.eye(g.size):
+            d = jnp.asarray(d.reshape(g.shape))
+            shifted = lambda s: loss(*(a + s * d if j == i else a for j, a in enumerate(args)))
+            fd = (shifted(e) - shifted(-e)) / (2 * e)
+            np.testing.assert_allclose(jnp.vdot(g, d), fd, rtol=1e-6, atol=1e-9, err_msg=f"argument {i}")
+
+
 def test_bad_state_shape():
     term = SecondOrderResidualTerm(residual)
     with pytest.raises(ValueError, match="two vectors"):
