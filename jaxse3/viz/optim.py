@@ -12,7 +12,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Float
 from matplotlib.figure import Figure
 
-from jaxse3.viz.rod import _equal, plot_tip_path, plt
+from jaxse3.viz.rod import _equal, finish, plot_tip_path, plt
 
 __all__ = ["plot_solution"]
 
@@ -45,9 +45,4 @@ def plot_solution(
     for k in range(u.shape[1]):
         ax2.step(t[:-1], u[:, k], where="post", label=f"{input_label}{k + 1}")
     ax2.set_xlabel("t [s]"), ax2.set_ylabel("controls"), ax2.legend(fontsize=7), ax2.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-    return fig
+    return finish(fig, title, path)

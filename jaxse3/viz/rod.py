@@ -39,6 +39,16 @@ def _equal(ax, pts: np.ndarray) -> None:
     ax.set_xlabel("x [m]"), ax.set_ylabel("y [m]"), ax.set_zlabel("z [m]")
 
 
+def finish(fig: Figure, title: str, path: str | os.PathLike | None) -> Figure:
+    """Give ``fig`` its title and layout, save it as a PNG to ``path`` when given, and return it."""
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
 def plot_shapes(
     points: Float[ArrayLike, "*k n_points 3"],
     ax: Axes3D | None = None,
@@ -95,9 +105,4 @@ def plot_trajectory(
     for k, name in enumerate("xyz"):
         ax2.plot(t, tip[:, k], label=f"tip {name}")
     ax2.set_xlabel("t [s]"), ax2.set_ylabel("tip position [m]"), ax2.legend(), ax2.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=120)
-    return fig
+    return finish(fig, title, path)
