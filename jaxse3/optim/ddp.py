@@ -73,7 +73,15 @@ class DiscreteProblem(eqx.Module):
     horizon: int = eqx.field(static=True)
     n_controls: int = eqx.field(static=True)
 
-    def __init__(self, step, running, terminal, x0, horizon: int, n_controls: int):
+    def __init__(
+        self,
+        step: Callable[[Float[Array, " n_x"], Float[Array, " n_u"]], Float[Array, " n_x"]],
+        running: Callable[[Float[Array, " n_x"], Float[Array, " n_u"]], Float[Array, ""]],
+        terminal: Callable[[Float[Array, " n_x"]], Float[Array, ""]],
+        x0: Float[ArrayLike, " n_x"],
+        horizon: int,
+        n_controls: int,
+    ):
         self.step, self.running, self.terminal = step, running, terminal
         self.x0 = jnp.asarray(x0, dtype=float)
         if self.x0.ndim != 1:
