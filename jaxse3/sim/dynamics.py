@@ -245,7 +245,7 @@ def simulate(
         max_steps: step limit over the whole run; reaching it is an error (``throw=True``) or a failed result.
         adjoint: how ``jax`` derivatives of the result are taken (one of :data:`ADJOINTS`; see "Gradients").
         checkpoints: for ``adjoint="checkpoint"``: the states stored per segment of the run (``None``: diffrax's
-            choice from ``max_steps``, about log₂ of it); fewer checkpoints, less memory, more recomputation.
+            choice from ``max_steps``); fewer checkpoints, less memory, more recomputation.
         progress: show a progress bar (drawn between the compiled segments of the run; it changes neither the
             compiled program nor the numbers).
         throw: raise if the solver fails; otherwise return the Trajectory with its ``result`` code, the samples
@@ -267,8 +267,8 @@ def simulate(
 
     * ``"checkpoint"`` (default; reverse mode, ``jax.grad``/``jax.jacrev``): diffrax's
       ``RecursiveCheckpointAdjoint``. The backward pass replays the steps from ``checkpoints`` stored states per
-      segment: memory grows with ``checkpoints``, recomputation shrinks (about log₂(steps) replays per step at the
-      default). For a scalar loss of many parameters (control knots, the parameters of a rod) this is the one.
+      segment: memory grows with ``checkpoints``, recomputation shrinks. For a scalar loss of many parameters
+      (control knots, the parameters of a rod) this is the one.
     * ``"forward"`` (forward mode, ``jax.jvp``/``jax.jacfwd``): diffrax's ``ForwardMode``; carries one tangent per
       input direction along the solve, no storage. Cheaper when there are fewer inputs than outputs (the sensitivity
       of a whole trajectory to one or a few parameters). Reverse mode fails with it.
@@ -411,7 +411,7 @@ def _checked_simulate(
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
-    cfg = _Config(solver, jacobian, max_steps, adjoint, checkpoints, newton_tol)
+    cfg = _Config(solver, jacobian, max_steps, adjoint, checkpoints, float(newton_tol))
     return _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg, progress, throw, who)
 
 
