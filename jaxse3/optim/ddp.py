@@ -32,13 +32,23 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from jaxse3.sim import System
 
-__all__ = ["DiscreteProblem", "DDPSolution", "solve_ddp", "symplectic_euler"]
+__all__ = ["DiscreteProblem", "DDPSolution", "solve_ddp", "symplectic_euler", "STATUS"]
 
 _ALPHAS = 2.0 ** -jnp.arange(10)
+#: :attr:`DDPSolution.status` codes
+STATUS = {
+    0: "converged: the sum of |Q_u|^2 fell below th_stop",
+    1: "reached max_iters without converging",
+    2: (
+        "the regularisation exceeded mu_max: Q_uu could not be made positive definite or no step decreased the cost "
+        "(non-finite dynamics, costs or derivatives along the trajectory?); the last good iterate is returned"
+    ),
+}
 
 
 def symplectic_euler(system: System, dt: float) -> Callable:
@@ -123,6 +133,7 @@ class DDPSolution(eqx.Module):
         xs: (T + 1, n_x) states; us: (T, n_u) controls; cost: J.
         cost_history: (max_iters + 1,) J after each iteration (the initial guess first; NaN after the stop).
         iterations: the accepted and rejected iterations made; converged: the stopping test passed.
+        status: why it stopped, a key of :data:`STATUS` (0 converged, 1 ``max_iters``, 2 μ above ``mu_max``).
         stop: the last ``Σ‖Q_u‖²``; regularisation: the last μ.
         K: (T, n_u, n_x) feedback gains of the last backward pass (a local controller around the solution).
     """
@@ -133,9 +144,17 @@ class DDPSolution(eqx.Module):
     cost_history: Float[Array, " iters"]
     iterations: Int[Array, ""]
     converged: Bool[Array, ""]
+    status: Int[Array, ""]
     stop: Float[Array, ""]
     regularisation: Float[Array, ""]
     K: Float[Array, "T n_u n_x"]
+
+    @property
+    def message(self) -> str:
+        """Why the solve stopped, in words (outside jit; for a batch, the first member that did not converge)."""
+        codes = np.ravel(np.asarray(self.status))
+        bad = codes[codes != 0]
+        return STATUS[int(bad[0]) if bad.size else 0]
 
 
 def _derivatives(problem: DiscreteProblem, xs, us, second_order: bool):
@@ -299,7 +318,7 @@ def solve_ddp(
         alpha = _ALPHAS[jnp.maximum(i - 1, 0)]
         # Crocoddyl's schedule: μ ÷ 10 after a full step, × 10 after a step ≤ 0.01 or none
         mu = jnp.where(take & (alpha > 0.5), jnp.maximum(mu / 10.0, mu_min), mu)
-        mu = jnp.where(~take | (alpha <= 0.01), mu * 10.0, mu)
+        mu = jnp.where(~converged & (~take | (alpha <= 0.01)), mu * 10.0, mu)
         xs_, us_, cost_ = jax.tree.map(
             lambda a, b: jnp.where(take, a, b), (new_xs, new_us, new_cost), (s.xs, s.us, s.cost)
         )
@@ -319,4 +338,5 @@ def solve_ddp(
         )
 
     s = jax.lax.while_loop(lambda s: ~s.done, iteration, state)
-    return DDPSolution(s.xs, s.us, s.cost, s.history, s.it, s.converged, s.stop, s.mu, s.K)
+    status = jnp.where(s.converged, 0, jnp.where(s.mu > mu_max, 2, 1))
+    return DDPSolution(s.xs, s.us, s.cost, s.history, s.it, s.converged, status, s.stop, s.mu, s.K)

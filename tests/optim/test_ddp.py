@@ -111,6 +111,19 @@ def test_a_vmapped_batch_of_initial_states_equals_single_solves(arm_solutions):
     assert bool(jnp.all(batch.converged))
 
 
+def test_a_solve_that_cannot_proceed_says_why():
+    """max_iters reached, and dynamics that turn NaN for any control (no step can decrease the cost): status and
+    message say so, and the returned iterate is the last finite one."""
+    sol = solve_ddp(_lq_problem(), max_iters=1)
+    assert not bool(sol.converged) and int(sol.status) == 1 and "max_iters" in sol.message
+    nan_step = lambda x, u: jnp.where(jnp.any(u != 0.0), jnp.nan, 1.0) * (x + u[0])
+    problem = DiscreteProblem(nan_step, lambda x, u: x @ x + u @ u, lambda x: x @ x, jnp.ones(1), 4, 1)
+    sol = solve_ddp(problem, jnp.zeros((4, 1)) + 0.0, max_iters=50)
+    assert int(sol.status) == 2 and "mu_max" in sol.message
+    assert bool(jnp.all(jnp.isfinite(sol.us))) and bool(jnp.isfinite(sol.cost))
+    assert solve_ddp(_lq_problem(), mu_init=0.0).message.startswith("converged")
+
+
 def test_bad_problems_are_named():
     step = lambda x, u: x + u[:1]
     with pytest.raises(ValueError, match="the running cost must return a scalar"):
