@@ -19,9 +19,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
-__all__ = ["KINDS", "Controls"]
+__all__ = ["KINDS", "MIN_KNOTS", "Controls"]
 
 KINDS = ("constant", "linear", "bspline")
+#: the fewest knots of each kind
+MIN_KNOTS = {"constant": 1, "linear": 2, "bspline": 4}
 
 
 def _bspline_weights(n: int, s: jax.Array) -> jax.Array:
@@ -59,7 +61,7 @@ class Controls(eqx.Module):
         if kind not in KINDS:
             raise ValueError(f"Controls: kind must be one of {KINDS}, got {kind!r}")
         values = jnp.asarray(values, dtype=float)
-        smallest = {"constant": 1, "linear": 2, "bspline": 4}[kind]
+        smallest = MIN_KNOTS[kind]
         if values.ndim != 2 or values.shape[0] < smallest:
             raise ValueError(
                 f"Controls: values must have shape (n, n_inputs) with n >= {smallest} for kind {kind!r}, "

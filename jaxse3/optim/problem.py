@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxse3.optim.controls import KINDS, Controls
+from jaxse3.optim.controls import KINDS, MIN_KNOTS, Controls
 from jaxse3.sim import System, Trajectory, simulate
 
 __all__ = ["Problem"]
@@ -87,7 +87,7 @@ class Problem(eqx.Module):
             raise ValueError(f"Problem: t_final must be positive and finite, got {t_final}")
         if kind not in KINDS:
             raise ValueError(f"Problem: kind must be one of {KINDS}, got {kind!r}")
-        if not (isinstance(n_knots, int) and n_knots >= {"constant": 1, "linear": 2, "bspline": 4}[kind]):
+        if not (isinstance(n_knots, int) and n_knots >= MIN_KNOTS[kind]):
             raise ValueError(f"Problem: n_knots = {n_knots!r} is too few for kind {kind!r}")
         if not (isinstance(n_save, int) and n_save >= 2):
             raise ValueError(f"Problem: n_save must be an int >= 2, got {n_save!r}")

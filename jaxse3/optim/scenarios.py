@@ -17,6 +17,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
+from jaxse3.optim.costs import effort
 from jaxse3.optim.problem import Problem
 from jaxse3.sim.scenarios import cdm_system
 
@@ -33,7 +34,7 @@ class _Effort:
         self.weight = weight
 
     def __call__(self, t, q, qd, u):
-        return self.weight * 0.5 * jnp.sum(u * u)
+        return self.weight * effort(u)
 
     def __eq__(self, other):
         return isinstance(other, _Effort) and other.weight == self.weight
