@@ -1,7 +1,8 @@
 """Composite-rigid-body algorithm: the joint-space inertia matrix M(q) (Featherstone; seed 002 eq. (16)).
 
 Ground frame, vectorised over bodies: composite inertias ``I_i^C = Σ_{k⪰i} I_k`` (a product with the subtree 0/1
-matrix), then ``M_ji = S_jᵀ I_i^C S_i`` for j ⪯ i and ``M_ij = M_jiᵀ``; blocks of unrelated joints are zero.
+matrix), then ``M_ji = S_jᵀ I_i^C S_i`` for j ⪯ i and ``M_ij = M_jiᵀ``; blocks of unrelated joints are zero; the
+rotor inertias ``diag(model.armature)`` are added.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def _crba(model: Model, q: Array) -> Array:
     force = jax.tree.map(lambda x: x[tree.joint], composite).apply(S)  # I^C_joint(a) s_a
     ancestor = tree.support[tree.joint][:, tree.joint]  # [a, b] = 1 iff joint(a) ⪯ joint(b)
     # M[a, b] = s_aᵀ I^C_joint(b) s_b if joint(a) ⪯ joint(b); its transpose if joint(b) ≺ joint(a); 0 if unrelated
-    return jnp.asarray(ancestor) * (S @ force.T) + jnp.asarray(ancestor.T * (1.0 - ancestor)) * (force @ S.T)
+    M = jnp.asarray(ancestor) * (S @ force.T) + jnp.asarray(ancestor.T * (1.0 - ancestor)) * (force @ S.T)
+    return M + jnp.diag(model.armature)
 
 
 def crba(model: Model, q: Array) -> Array:

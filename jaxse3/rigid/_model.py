@@ -11,6 +11,8 @@ Conventions (docs/conventions.md, Featherstone):
 * ``joint_placements[i]`` is the pose (4×4) of joint i's parent-side frame in the parent body's frame (``X_tree``);
   the child frame then moves by the joint transform of :mod:`jaxse3.rigid.joints`;
 * ``inertias[i]`` is body i's spatial inertia in its own frame, ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]``;
+* ``armature`` (nv,) is the reflected rotor inertia of each degree of freedom (``I_rotor · gear_ratio²``, Pinocchio's
+  ``model.armature``): it adds ``diag(armature)`` to the mass matrix and ``armature · q̈`` to the joint forces;
 * q and v are the concatenation of the joint slices in body order (``q_index``, ``v_index``); spherical joints store
   a unit quaternion (w, x, y, z), free joints the position (3) then a unit quaternion (w, x, y, z); their velocities
   are body angular velocities / body twists (ω, v) in the child frame (see :mod:`jaxse3.rigid.joints`).
@@ -52,6 +54,7 @@ class Model(eqx.Module):
     joint_axes: Array  # (nb, 6); (a, 0) revolute, (0, a) prismatic, (a, h a) helical; unused for multi-DoF joints
     inertias: Array  # (nb, 6, 6)
     gravity: Array  # (3,)
+    armature: Array  # (nv,) reflected rotor inertias: M(q) + diag(armature)
 
     def __init__(
         self,
@@ -62,6 +65,7 @@ class Model(eqx.Module):
         inertias: Float[ArrayLike, "... nb 6 6"],
         gravity: Float[ArrayLike, "... 3"] = (0.0, 0.0, -9.81),
         names: Sequence[str] | None = None,
+        armature: Float[ArrayLike, "... nv"] | None = None,
     ):
         parents, joint_types = tuple(int(p) for p in parents), tuple(str(t) for t in joint_types)
         nb = len(parents)
@@ -84,15 +88,29 @@ class Model(eqx.Module):
         self.joint_axes = jnp.asarray(joint_axes)
         self.inertias = jnp.asarray(inertias)
         self.gravity = jnp.asarray(gravity, dtype=self.inertias.dtype)
+        self.armature = jnp.zeros(self.nv, self.inertias.dtype) if armature is None else jnp.asarray(armature)
         for name, arr, shape in (
             ("joint_placements", self.joint_placements, (nb, 4, 4)),
             ("joint_axes", self.joint_axes, (nb, 6)),
             ("inertias", self.inertias, (nb, 6, 6)),
             ("gravity", self.gravity, (3,)),
+            ("armature", self.armature, (self.nv,)),
         ):
             if arr.shape[-len(shape) :] != shape:
                 raise ValueError(f"Model: {name} must have shape {shape}, got {arr.shape}")
         _check_inertias(self.inertias, self.names)
+        _check_armature(self.armature)
+
+    def with_armature(self, armature: Float[ArrayLike, " nv"]) -> Model:
+        """A copy with the reflected rotor inertias ``armature`` (nv,) (non-negative; Pinocchio's
+        ``model.armature``, ``I_rotor · gear_ratio²`` per degree of freedom)."""
+        armature = jnp.asarray(armature, dtype=self.inertias.dtype)
+        if armature.shape != (self.nv,):
+            raise ValueError(
+                f"Model.with_armature: armature must have shape (nv,) = ({self.nv},), got {armature.shape}"
+            )
+        _check_armature(armature)
+        return eqx.tree_at(lambda m: m.armature, self, armature)
 
     @property
     def nb(self) -> int:
@@ -118,6 +136,16 @@ class Model(eqx.Module):
     def children(self, i: int) -> tuple[int, ...]:
         """Direct children of body i (i = -1: the bodies attached to the world)."""
         return tuple(k for k, p in enumerate(self.parents) if p == i)
+
+
+def _check_armature(armature) -> None:
+    """Concrete armatures must be finite and non-negative (traced ones are not checked)."""
+    try:
+        values = np.asarray(armature, dtype=float)
+    except Exception:  # a tracer
+        return
+    if not np.all(np.isfinite(values) & (values >= 0)):
+        raise ValueError(f"Model: armature must be finite and non-negative, got {values}")
 
 
 def _check_inertias(inertias, names) -> None:

@@ -5,7 +5,7 @@ products with the constant 0/1 matrices of :func:`jaxse3.rigid._topology.tree_ma
 grow with the number of bodies):
 
     v_i = Σ_{j⪯i} S_j q̇_j,   a_i = −a_g + Σ_{j⪯i} (S_j q̈_j + v_j × S_j q̇_j)      (S̊ = 0; gravity as a_0 = −a_g)
-    f_i = I_i a_i + v_i ×* I_i v_i − f_ext,i,   f_i^C = Σ_{k⪰i} f_k,   τ_i = S_iᵀ f_i^C
+    f_i = I_i a_i + v_i ×* I_i v_i − f_ext,i,   f_i^C = Σ_{k⪰i} f_k,   τ_i = S_iᵀ f_i^C + armature_i q̈_i
 
 with S_i, I_i the ground-frame motion subspaces and inertias at q (``s = Ad_{H_i} S_i^local``, ``I = Ad_{H_i}^{-T}
 I^body Ad_{H_i}^{-1}``).
@@ -42,7 +42,7 @@ def _rnea(model: Model, q: Array, v: Array, a: Array, f_ext: Array | None = None
     if f_ext is not None:
         f = f - _spatial.force_to_parent(R, p, f_ext)
     f_composite = jnp.asarray(tree.support) @ f
-    return jnp.einsum("ai,ai->a", S, f_composite[tree.joint])
+    return jnp.einsum("ai,ai->a", S, f_composite[tree.joint]) + model.armature * a
 
 
 def world_inertias(R: Array, p: Array, inertias: Array) -> _spatial.Inertia:

@@ -119,4 +119,4 @@ def _first_order(model: Model, q, v, a, f_ext=None):
     dtau_dq = E * (T4 @ g.Psi_dot.T + T1 @ g.Psi_ddot.T) + below * (g.S @ T3.T)  # (7a) + (7b)
     dtau_dv = E * (T1 @ (g.Psi_dot + g.S_dot).T + T4 @ g.S.T) + below * (g.S @ T2.T)  # (8a) + (8b)
     M = E * (T1 @ g.S.T) + below * (g.S @ T1.T)  # M_ji = S_jᵀ I_i^C S_i, j ⪯ i (eq. (16))
-    return dtau_dq, dtau_dv, M
+    return dtau_dq, dtau_dv, M + jnp.diag(model.armature)  # the rotor inertias enter M only
