@@ -9,8 +9,18 @@ differences.
    Reported: compile time, median time per gradient (interleaved with one simulation), the ratio to central
    differences and the agreement (max relative difference of the gradients).
 
-    python benchmarks/optim.py [--t-final 1] [--knots 4] [--solvers newmark kvaerno5] [--repeats 3]
-        [--markdown out.md]
+2. ``arm``: the arm-reaching problem of Crocoddyl's benchmark (:func:`jaxse3.optim.scenarios.arm_reach`: Talos
+   arm, 7 DoF, T = 100, dt = 0.01) solved by ``solve_ddp`` — full second-order DDP and Gauss–Newton iLQR, without
+   and with the URDF's effort limits — and, when ``crocoddyl`` is importable, by Crocoddyl's FDDP, DDP, Box-FDDP and
+   Box-DDP on the same problem (its solvers from x0 at every knot, ours from the rollout of the same controls,
+   gravity compensation; both stop at Σ‖Q_u‖² < 1e−9). Reported: iterations, final cost, the iteration at which the
+   cost first falls to Crocoddyl FDDP's final cost, time per solve (median, compile separate) and per iteration;
+   then ``--batch`` (default 64) targets around the benchmark's, solved by one ``jax.vmap`` of DDP, in problems per
+   second against Crocoddyl FDDP's one problem at a time. Crocoddyl 3.2 needs pin 4.0.0 (3.2.1 is ABI-incompatible
+   with pin 4.1): ``pip install crocoddyl==3.2.1 pin==4.0.0`` in an environment of its own, with jaxse3 installed.
+
+    python benchmarks/optim.py [--sections gradients arm] [--t-final 1] [--knots 4] [--solvers newmark kvaerno5]
+        [--repeats 3] [--batch 64] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 import jax
 
@@ -29,6 +40,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import fmt_time, time_group  # noqa: E402
 
+from jaxse3.optim import scenarios, solve_ddp  # noqa: E402
 from jaxse3.sim import SampledInput, simulate  # noqa: E402
 from jaxse3.sim.scenarios import cdm_system  # noqa: E402
 
@@ -101,6 +113,125 @@ def gradients(args) -> list[str]:
     return header + rows
 
 
+def _first_below(history: np.ndarray, level: float) -> str:
+    below = np.flatnonzero(np.asarray(history) <= level * (1 + 1e-9))
+    return str(int(below[0])) if below.size else "never"
+
+
+def _crocoddyl_rows(repeats: int) -> tuple[list[str], float, float]:
+    """Crocoddyl's solvers on the same problem: table rows, FDDP's final cost and time per solve."""
+    import crocoddyl
+    import example_robot_data
+    import pinocchio
+
+    arm = scenarios.TALOS_ARM
+    robot = example_robot_data.load(arm["robot"]).model
+    state = crocoddyl.StateMultibody(robot)
+    actuation = crocoddyl.ActuationModelFull(state)
+    q0 = np.array(arm["q0"])
+    x0 = np.concatenate([q0, np.zeros(robot.nv)])
+    w_goal, w_x, w_u, w_terminal = scenarios.ARM_REACH_WEIGHTS
+    goal = crocoddyl.CostModelResidual(
+        state,
+        crocoddyl.ResidualModelFramePlacement(
+            state, robot.getFrameId(arm["frame"]), pinocchio.SE3(np.eye(3), np.array([0.0, 0.0, 0.4]))
+        ),
+    )
+    running, terminal = crocoddyl.CostModelSum(state), crocoddyl.CostModelSum(state)
+    running.addCost("goal", goal, w_goal)
+    running.addCost("xReg", crocoddyl.CostModelResidual(state, crocoddyl.ResidualModelState(state, x0)), w_x)
+    running.addCost("uReg", crocoddyl.CostModelResidual(state, crocoddyl.ResidualModelControl(state)), w_u)
+    terminal.addCost("goal", goal, w_terminal)
+    models = []
+    for costs, dt in ((running, 0.01), (terminal, 0.0)):
+        dam = crocoddyl.DifferentialActionModelFreeFwdDynamics(state, actuation, costs)
+        # example-robot-data's loader set robot.armature = 0.1 from the SRDF; the benchmark adds 0.1 more
+        dam.armature = np.array(arm["armature"]) - robot.armature
+        models.append(crocoddyl.IntegratedActionModelEuler(dam, dt))
+    problem = crocoddyl.ShootingProblem(x0, [models[0]] * 100, models[1])
+    rows, fddp = [], None
+    for name in ("SolverFDDP", "SolverDDP", "SolverBoxFDDP", "SolverBoxDDP"):
+        solver = getattr(crocoddyl, name)(problem)
+        times = []
+        for _ in range(repeats):
+            xs, us = [x0] * 101, problem.quasiStatic([x0] * 100)
+            t0 = time.perf_counter()
+            solver.solve(xs, us, 200)
+            times.append(time.perf_counter() - t0)
+        t = float(np.median(times))
+        logger = crocoddyl.CallbackLogger()  # one more solve, untimed, for the cost after each iteration
+        solver.setCallbacks([logger])
+        solver.solve([x0] * 101, problem.quasiStatic([x0] * 100), 200)
+        costs = logger.costs
+        if fddp is None:
+            fddp = (solver.cost, t)
+        bounds = "effort limits" if "Box" in name else "none"
+        rows.append(
+            f"| Crocoddyl {name[6:]} | {bounds} | {solver.iter} | {solver.cost:.4f} | "
+            f"{_first_below(costs, fddp[0])} | {fmt_time(t)} | {fmt_time(t / max(solver.iter, 1))} | — |"
+        )
+        print(rows[-1], flush=True)
+    return rows, *fddp
+
+
+def arm(args) -> list[str]:
+    try:
+        croc_rows, croc_cost, croc_time = _crocoddyl_rows(args.repeats)
+    except ImportError as e:
+        print(f"crocoddyl not available ({e}): jaxse3 rows only", flush=True)
+        croc_rows, croc_cost, croc_time = [], 23.846999563786078, float("nan")  # Crocoddyl 3.2.1 FDDP, 2026-11-26
+    problem, us0 = scenarios.arm_reach()
+    limit = np.array(scenarios.TALOS_ARM["effort_limit"])
+    rows = []
+    for method in ("ddp", "ilqr"):
+        for bounds in ("none", "effort limits"):
+            box = dict(lower=-limit, upper=limit) if bounds != "none" else {}
+
+            def solve(us, method=method, box=box):
+                return solve_ddp(problem, us, method=method, max_iters=200, **box)
+
+            (t,) = time_group([(solve, (us0,))], args.repeats, min_sample_s=0.0)
+            sol = t.out
+            iters = int(sol.iterations)
+            rows.append(
+                f"| jaxse3 {'DDP' if method == 'ddp' else 'iLQR'} | {bounds} | {iters} | {float(sol.cost):.4f} | "
+                f"{_first_below(sol.cost_history, croc_cost)} | {fmt_time(t.median_s)} | "
+                f"{fmt_time(t.median_s / iters)} | {t.compile_s:.1f} s |"
+            )
+            print(rows[-1], flush=True)
+    # a batch of targets: one vmap of DDP against Crocoddyl FDDP's problems per second
+    rng = np.random.default_rng(0)
+    targets = jnp.asarray(np.array([0.0, 0.0, 0.4]) + rng.uniform(-0.1, 0.1, size=(args.batch, 3)))
+
+    def batch(targets):
+        return jax.vmap(lambda p: solve_ddp(*scenarios.arm_reach(p), max_iters=200))(targets)
+
+    (t,) = time_group([(batch, (targets,))], max(1, args.repeats // 2), min_sample_s=0.0)
+    converged = int(np.sum(np.asarray(t.out.converged)))
+    rate = args.batch / t.median_s
+    batch_rows = [
+        "",
+        f"| {args.batch} targets, one `jax.vmap` of DDP | time | problems/s | Crocoddyl FDDP problems/s | ratio | "
+        "converged | iterations (max) | compile |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| p = (0, 0, 0.4) ± 0.1 m | {fmt_time(t.median_s)} | {rate:.1f} | {1 / croc_time:.1f} | "
+        f"**{rate * croc_time:.2f}×** | {converged}/{args.batch} | {int(np.max(np.asarray(t.out.iterations)))} | "
+        f"{t.compile_s:.1f} s |",
+    ]
+    print("\n".join(batch_rows), flush=True)
+    header = [
+        "Talos arm reaching (Crocoddyl's benchmark problem): T = 100, dt = 0.01, stop at Σ‖Q_u‖² < 1e−9",
+        "",
+        f"| solver | bounds | iterations | final cost | first ≤ {croc_cost:.3f} at | time per solve | per iteration "
+        "| compile |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    return header + croc_rows + rows + batch_rows
+
+
+SECTIONS = {"gradients": gradients, "arm": arm}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--t-final", type=float, default=1.0)
@@ -109,8 +240,10 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--checkpoints", type=int, default=None, help="simulate's checkpoints (default: diffrax's choice)")
     p.add_argument("--markdown", default=None)
+    p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
+    p.add_argument("--batch", type=int, default=64, help="targets solved by one vmap in the arm section")
     args = p.parse_args(argv)
-    table = "\n".join(gradients(args))
+    table = "\n\n".join("\n".join(SECTIONS[name](args)) for name in args.sections)
     print(table)
     if args.markdown:
         with open(args.markdown, "w") as f:

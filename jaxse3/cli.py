@@ -7,7 +7,9 @@ snapshots, tip path) to ``--out`` (default ``./jaxse3-out``). ``jaxse3 list`` li
 lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp, log, dexp,
 dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``, ``--save``).
 ``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of :mod:`jaxse3.optim.scenarios` by
-single shooting and writes ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``.
+single shooting and writes ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3
+optimize arm-reach`` solves Crocoddyl's arm-reaching benchmark (Talos arm) by DDP and writes ``arm-reach.npz`` and
+``arm-reach.png``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ EXAMPLES = {
 #: the problems of ``jaxse3 optimize``
 PROBLEMS = {
     "cdm-reach": "the CDM's tip to a target point (--target X Y Z) from rest, bounded tensions, single shooting",
+    "arm-reach": "Crocoddyl's benchmark: the Talos arm's gripper to a pose (--target X Y Z), DDP (needs 'robots')",
+}
+#: the default target and the options of each problem of ``jaxse3 optimize`` (argument name: flag)
+TARGETS = {"cdm-reach": (0.1, 0.05, -0.45), "arm-reach": (0.0, 0.0, 0.4)}
+_PROBLEM_OPTIONS = {
+    "cdm-reach": {"t_final": "--t-final", "knots": "--knots", "gtol": "--gtol", "progress": "--no-progress"},
+    "arm-reach": {"method": "--method", "effort_limits": "--effort-limits"},
 }
 
 
@@ -77,13 +86,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.run_parser = r  # type: ignore[attr-defined]  # main() reads its defaults
     o = sub.add_parser("optimize", help="solve a built-in trajectory optimisation problem (see 'jaxse3 list')")
     o.add_argument("problem", choices=list(PROBLEMS), metavar="PROBLEM", help="one of: " + ", ".join(PROBLEMS))
-    o.add_argument("--target", type=float, nargs=3, default=(0.1, 0.05, -0.45), metavar=("X", "Y", "Z"))
+    o.add_argument(
+        "--target", type=float, nargs=3, default=None, metavar=("X", "Y", "Z"), help="m (default per problem)"
+    )
     o.add_argument("--t-final", type=_positive(float), default=2.0, help="horizon in s (default 2)")
     o.add_argument("--knots", type=_positive(int), default=6, help="tension knots per cable (default 6)")
-    o.add_argument("--max-iters", type=_positive(int), default=50, help="optimiser iterations (default 50)")
+    o.add_argument("--max-iters", type=_positive(int), default=None, help="iterations (default 50; arm-reach 200)")
+    o.add_argument("--method", choices=("ddp", "ilqr"), default="ddp", help="arm-reach: DDP or iLQR (default ddp)")
+    o.add_argument("--effort-limits", action="store_true", help="arm-reach: bound the torques (box-DDP)")
     o.add_argument("--gtol", type=_positive(float), default=1e-5, help="projected-gradient tolerance (1e-5)")
     o.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
     o.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    parser.optimize_parser = o  # type: ignore[attr-defined]  # main() reads its defaults
     for p in (parser, d, r):
         p.add_argument("--batch", type=_positive(int), default=10_000, help="lie-demo: timing batch size (10000)")
         p.add_argument("--save", metavar="PATH", help="lie-demo: write the results as JSON")
@@ -119,6 +133,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:12s} {text} (jaxse3 optimize {name})")
         return 0
     if args.command == "optimize":
+        others = {k: v for name, opts in _PROBLEM_OPTIONS.items() if name != args.problem for k, v in opts.items()}
+        unused = _unused(parser.optimize_parser, args, others)  # type: ignore[attr-defined]
+        if unused:
+            parser.error(f"{', '.join(unused)}: not an option of {args.problem}")
+        args.target = TARGETS[args.problem] if args.target is None else tuple(args.target)
+        if args.max_iters is None:
+            args.max_iters = 200 if args.problem == "arm-reach" else 50
         if args.knots < 2:
             parser.error("--knots must be at least 2")
         steps = args.t_final / 2e-3

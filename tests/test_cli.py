@@ -14,7 +14,7 @@ from jaxse3.sim import Trajectory
 def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("cdm", "cdm-contact", "lie-demo", "jaxse3 optimize cdm-reach"):
+    for name in ("cdm", "cdm-contact", "lie-demo", "jaxse3 optimize cdm-reach", "jaxse3 optimize arm-reach"):
         assert name in out
 
 
@@ -29,6 +29,9 @@ def test_list(capsys):
         (["optimize", "cdm-reach", "--target", "0.1", "0.2"], "expected 3 arguments"),
         (["optimize", "cdm-reach", "--t-final", "0.0031"], "whole number of 2 ms steps"),
         (["optimize", "cdm-reach", "--knots", "1"], "--knots must be at least 2"),
+        (["optimize", "arm-reach", "--knots", "3"], "--knots: not an option of arm-reach"),
+        (["optimize", "cdm-reach", "--method", "ilqr"], "--method: not an option of cdm-reach"),
+        (["optimize", "arm-reach", "--method", "fddp"], "invalid choice"),
     ],
 )
 def test_bad_arguments(argv, message, capsys):

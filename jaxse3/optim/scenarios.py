@@ -10,18 +10,36 @@ documented choice:
 with w_u = 1e−4 N⁻² s⁻¹ (effort), w_T = 1e3 m⁻² (1 cm of error costs 0.05), w_v = 1e−2 (the strain rates at the end),
 u_max = 20 N (the peak tension of the default CDM scenario), tensions piecewise linear in ``n_knots`` = 6 knots per
 cable, Newmark-β at the paper's 2 ms (a fixed-step map, smooth in the knots).
+
+**Arm reaching** (:func:`arm_reach`): the standard benchmark problem of Crocoddyl (Mastalli et al., ICRA 2020; its
+``arm_manipulation`` example), so that results compare one to one: example-robot-data's ``talos_arm`` (fixed base,
+7 DoF) with rotor inertias ``diag(0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0)`` (the 0.1 that example-robot-data's loader sets
+from the SRDF plus the 0.1 the example adds), from x0 = (q0, 0) with q0 = (0.173046, 1.0, −0.52366, 0, 0, 0.1,
+−0.005), brings the frame of joint ``gripper_left_joint`` to the pose (R = I, p = (0, 0, 0.4)) in T = 100 steps of
+dt = 0.01 s of symplectic Euler:
+
+    J = Σ_k dt (1·½‖r(x_k)‖² + 0.1·½‖x_k − x0‖² + 0.1·½‖u_k‖²) + 1000·½‖r(x_T)‖²,    r = log(H_target⁻¹ H_frame),
+
+with the 6-D SE(3) logarithm as residual (Crocoddyl's ``ResidualModelFramePlacement``). The initial controls are
+gravity compensation at q0 (Crocoddyl's ``quasiStatic``).
 """
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-from jaxtyping import ArrayLike, Float
+import functools
 
-from jaxse3.optim.costs import effort
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from jaxse3 import rigid
+from jaxse3.optim.costs import effort, pose_error
+from jaxse3.optim.ddp import DiscreteProblem, symplectic_euler
 from jaxse3.optim.problem import Problem
+from jaxse3.sim import rigid_system
 from jaxse3.sim.scenarios import cdm_system
 
-__all__ = ["cdm_reach", "CDM_REACH_WEIGHTS"]
+__all__ = ["cdm_reach", "CDM_REACH_WEIGHTS", "arm_reach", "ARM_REACH_WEIGHTS", "TALOS_ARM", "talos_arm"]
 
 #: (effort, terminal tip error, terminal strain rates) weights of :func:`cdm_reach`
 CDM_REACH_WEIGHTS = (1e-4, 1e3, 1e-2)
@@ -88,3 +106,74 @@ def cdm_reach(
         n_save=max(round(t_final / 0.02), 1) + 1,
         simulation=dict(solver="newmark", dt=dt),
     )
+
+
+#: (running goal, state regularisation, control regularisation, terminal goal) weights of :func:`arm_reach`
+ARM_REACH_WEIGHTS = (1.0, 0.1, 0.1, 1000.0)
+#: the Crocoddyl benchmark's robot: example-robot-data name, controlled frame, q0 and rotor inertias
+TALOS_ARM = {
+    "robot": "talos_arm",
+    "frame": "gripper_left_joint",
+    "q0": (0.173046, 1.0, -0.52366, 0.0, 0.0, 0.1, -0.005),
+    "armature": (0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.0),
+    # the URDF's <limit effort> (N m; Pinocchio's model.effortLimit), the bounds of Crocoddyl's box solvers
+    "effort_limit": (22.32, 17.86, 17.86, 3.0, 6.6, 6.6, 1.0),
+}
+
+
+@functools.cache
+def talos_arm() -> rigid.Model:
+    """The benchmark's robot: example-robot-data's ``talos_arm`` with the rotor inertias of :data:`TALOS_ARM`
+    (loaded once, eagerly, also when first asked for inside a traced function)."""
+    with jax.ensure_compile_time_eval():
+        return rigid.example_robot(TALOS_ARM["robot"]).with_armature(TALOS_ARM["armature"])
+
+
+def arm_reach(
+    target: Float[ArrayLike, "3"] | Float[ArrayLike, "4 4"] = (0.0, 0.0, 0.4),
+    horizon: int = 100,
+    dt: float = 0.01,
+    model: rigid.Model | None = None,
+    frame: str = TALOS_ARM["frame"],
+    q0: Float[ArrayLike, " nv"] = TALOS_ARM["q0"],
+) -> tuple[DiscreteProblem, Float[Array, "T nv"]]:
+    """The arm reaching problem (module docstring) and its initial controls (gravity compensation at q0).
+
+    Args:
+        target: the frame's target position (3,) (orientation the identity) or pose (4, 4); may be traced, so
+            ``jax.vmap(lambda p: solve_ddp(*arm_reach(p)))`` solves a batch of targets.
+        horizon, dt: the number of steps T and their length (s).
+        model: the robot (default: example-robot-data's ``talos_arm`` with the benchmark's rotor inertias; needs
+            ``pip install "jaxse3[robots]"``); fixed base, one-DoF joints.
+        frame: the name of the joint whose frame is steered (:attr:`jaxse3.rigid.Model.names`).
+        q0: the initial configuration (the velocity is zero); also the state regularisation's reference.
+    """
+    model = talos_arm() if model is None else model
+    if frame not in model.names:
+        raise ValueError(f"arm_reach: frame {frame!r} is not a joint of the model; joints: {list(model.names)}")
+    body = model.names.index(frame)
+    target = jnp.asarray(target, dtype=float)
+    if target.shape == (3,):
+        target = jnp.eye(4).at[:3, 3].set(target)
+    elif target.shape != (4, 4):
+        raise ValueError(f"arm_reach: target must be a position (3,) or a pose (4, 4), got shape {target.shape}")
+    q0 = jnp.asarray(q0, dtype=float)
+    if q0.shape != (model.nv,):
+        raise ValueError(f"arm_reach: q0 must have shape (nv,) = ({model.nv},), got {q0.shape}")
+    x0 = jnp.concatenate([q0, jnp.zeros(model.nv)])
+    w_goal, w_x, w_u, w_terminal = ARM_REACH_WEIGHTS
+
+    def goal(x):
+        r = pose_error(rigid.forward_kinematics(model, x[: model.nq])[body], target)
+        return 0.5 * jnp.sum(r * r)
+
+    def running(x, u):
+        dx = x - x0
+        return dt * (w_goal * goal(x) + w_x * 0.5 * jnp.sum(dx * dx) + w_u * effort(u))
+
+    def terminal(x):
+        return w_terminal * goal(x)
+
+    problem = DiscreteProblem(symplectic_euler(rigid_system(model), dt), running, terminal, x0, horizon, model.nv)
+    gravity = rigid.rnea(model, q0, jnp.zeros(model.nv), jnp.zeros(model.nv))
+    return problem, jnp.broadcast_to(gravity, (horizon, model.nv))

@@ -20,7 +20,10 @@ UNITS = {
     "x": "the states (q, q̇) at the T + 1 sample times (T + 1, 2 n_dof)",
     "tip": "m (world), the tip at the sample times (T + 1, 3)",
     "cost_history": "the cost J at each iterate (iterations + 1,)",
-    "gradient_history": "the ∞-norm of the projected gradient at each iterate (iterations + 1,)",
+    "gradient_history": (
+        "the stationarity measure at each iterate (iterations + 1,): the projected gradient's ∞-norm (shooting), "
+        "Σ‖Q_u‖² of the backward pass (DDP)"
+    ),
     "iterations": "count",
     "converged": "bool",
 }

@@ -51,6 +51,10 @@ class System(eqx.Module):
         rest_residual: ``(params, q, u) -> τ(q, 0, u) + F(q, 0) − ID(q, 0, 0)`` (seed 003 eq. (13a)), the residual
             at rest by a path without velocity terms, for statics; ``None``: ``residual`` at zero velocity and
             acceleration.
+        acceleration_hessians: ``(params, q, q̇, u) -> (q̈_qq, q̈_q̇q̇, q̈_qq̇, q̈_qu)``, the second derivatives of
+            the forward dynamics, layouts ``[i, first, second]`` (``q̈_uu``, ``q̈_q̇u`` zero: q̈ affine in u at fixed
+            state, as for joint torques), by an algorithm of their own (rigid trees: IDSVA SO through the chain
+            rule), for second-order optimisers; ``None``: they come from autodiff of ``forward_dynamics``.
     """
 
     params: Any
@@ -61,6 +65,7 @@ class System(eqx.Module):
     n_inputs: int = eqx.field(static=True)
     scale_loads: Callable | None = eqx.field(static=True, default=None)
     rest_residual: Callable | None = eqx.field(static=True, default=None)
+    acceleration_hessians: Callable | None = eqx.field(static=True, default=None)
 
     def acceleration(
         self, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]
@@ -163,12 +168,17 @@ def _rigid_scale_loads(model, lam):
     return eqx.tree_at(lambda m: m.gravity, model, lam * model.gravity)
 
 
+def _rigid_acceleration_hessians(model, q, qd, u):
+    return rigid.forward_dynamics_second_order_derivatives(model, q, qd, u)
+
+
 def rigid_system(model: rigid.Model) -> System:
     """The :class:`System` of a rigid tree: ``q̈ = FD(q, q̇, τ)``, residual ``τ − RNEA(q, q̇, q̈)``, the joint torques
     τ (nv,) as inputs, the bodies' origins as points (the last body's is the tip).
 
     Derivatives run the analytical rules of :mod:`jaxse3.rigid` (IDSVA, seed 002 eqs. (7)–(8); the chain rule of
-    forward dynamics), as for a rod. The drivers integrate q as a vector, so every joint must have one degree of
+    forward dynamics), as for a rod; the second derivatives of the accelerations for second-order optimisers are
+    IDSVA SO's (``acceleration_hessians``). The drivers integrate q as a vector, so every joint must have one degree of
     freedom (revolute, prismatic, helical: ``model.nq == model.nv``); a spherical or free joint stores a quaternion
     and is rejected.
     """
@@ -188,6 +198,7 @@ def rigid_system(model: rigid.Model) -> System:
         model.nv,
         model.nv,
         _rigid_scale_loads,
+        acceleration_hessians=_rigid_acceleration_hessians,
     )
 
 
