@@ -1,4 +1,5 @@
-"""Differential dynamic programming on a discrete step map: full second-order DDP and Gauss–Newton iLQR.
+"""Differential dynamic programming on a discrete step map: full second-order DDP and Gauss–Newton iLQR, with
+control bounds (Box-DDP) and infeasible initial states (FDDP).
 
 The problem (a :class:`DiscreteProblem`): minimise over controls ``u_0 … u_{T−1}``
 
@@ -23,9 +24,11 @@ defaults):
    ``mu_min``) after a full step and rises (×10) after a step of at most 0.01 or none (Crocoddyl's ``SolverDDP``
    schedule).
 
-It stops, converged, when ``Σ_k ‖Q_u,k‖² < th_stop`` (Crocoddyl's criterion, default 1e−9; with bounds, over the
-components not held at a bound), and unconverged at
-``max_iters`` or when μ exceeds its maximum. The whole solve is one ``lax.while_loop``: ``jax.jit`` compiles it once,
+Given initial states that are no rollout (``xs0``), the iterations are feasibility-driven (Mastalli et al. 2020,
+FDDP): the defects enter the backward pass, each step closes the fraction α of them, and the expected decrease has
+their terms. It stops, converged, when the trajectory is feasible and ``Σ_k ‖Q_u,k‖² < th_stop`` (Crocoddyl's
+criterion, default 1e−9; with bounds, over the components not held at a bound), and unconverged at ``max_iters`` or
+when μ exceeds its maximum. The whole solve is one ``lax.while_loop``: ``jax.jit`` compiles it once,
 ``jax.vmap`` solves many problems (targets, initial states) together.
 """
 
@@ -182,6 +185,7 @@ class DDPSolution(eqx.Module):
         status: why it stopped, a key of :data:`STATUS` (0 converged, 1 ``max_iters``, 2 μ above ``mu_max``).
         stop: the last ``Σ‖Q_u‖²``; regularisation: the last μ.
         K: (T, n_u, n_x) feedback gains of the last backward pass (a local controller around the solution).
+        defect: the largest ``|f(x_k, u_k) − x_{k+1}|`` left (zero once a full step closed the gaps of ``xs0``).
     """
 
     xs: Float[Array, "T+1 n_x"]
@@ -197,6 +201,7 @@ class DDPSolution(eqx.Module):
     stop: Float[Array, ""]
     regularisation: Float[Array, ""]
     K: Float[Array, "T n_u n_x"]
+    defect: Float[Array, ""]
 
     @property
     def message(self) -> str:
@@ -306,9 +311,13 @@ def _box_qp(H, g, lower, upper, x0):
     return x, free, L
 
 
-def _backward(derivs, phi_x, phi_xx, mu, second_order: bool, regularisation: str, box=None):
+def _backward(derivs, phi_x, phi_xx, gaps, mu, second_order: bool, regularisation: str, box=None):
     """Gains (k, K), the model's decrease terms (Σ k·Q_u, Σ k·Q_uu k), the stopping measure Σ‖Q_u‖² (without the
-    components held at a bound) and whether every regularised Q_uu was positive definite.
+    components held at a bound), whether every regularised Q_uu was positive definite, and the value function's
+    gradients and Hessians at every knot (T + 1, for the expected decrease with gaps).
+
+    ``gaps`` (T + 1, n_x): the defects ``x̄_0 → x0`` and ``f(x̄_k, ū_k) − x̄_{k+1}``; the value function is expanded
+    at the predicted next state, ``V'_x + V'_xx f̄_{k+1}`` (Mastalli et al. 2020, eq. (7)).
 
     μ regularises the value function's Hessian, ``V'_xx + μI`` (Tassa et al. 2012, eq. (10); Crocoddyl's ``xreg``):
     the model of the problem with the proximal term ``μ/2 Σ_k ‖x_k − x̄_k‖²`` added, so the step is damped in
@@ -317,12 +326,13 @@ def _backward(derivs, phi_x, phi_xx, mu, second_order: bool, regularisation: str
 
     def back(carry, d):
         Vx, Vxx = carry
-        fx, fu, lx, lu, lxx, lux, luu = d[:7]
+        fx, fu, lx, lu, lxx, lux, luu, gap = d[:8]
         Vxx = Vxx + mu * jnp.eye(fx.shape[0])
+        Vx = Vx + Vxx @ gap
         Qx, Qu = lx + fx.T @ Vx, lu + fu.T @ Vx
         Qxx, Qux, Quu = lxx + fx.T @ Vxx @ fx, lux + fu.T @ Vxx @ fx, luu + fu.T @ Vxx @ fu
         if second_order:
-            fxx, fux, fuu = d[7:10]
+            fxx, fux, fuu = d[8:11]
             Qxx, Qux, Quu = (
                 Qxx + jnp.einsum("i,iab->ab", Vx, fxx),
                 Qux + jnp.einsum("i,iab->ab", Vx, fux),
@@ -347,24 +357,29 @@ def _backward(derivs, phi_x, phi_xx, mu, second_order: bool, regularisation: str
         Vx = Qx + K.T @ Quu @ k + K.T @ Qu + Qux.T @ k
         Vxx = Qxx + K.T @ Quu @ K + K.T @ Qux + Qux.T @ K
         Vxx = 0.5 * (Vxx + Vxx.T)
-        return (Vx, Vxx), (k, K, k @ Qu, k @ Quu @ k, measure, ok)
+        return (Vx, Vxx), (k, K, k @ Qu, k @ Quu @ k, measure, ok, Vx, Vxx)
 
-    inputs = derivs if box is None else (*derivs, *box)
-    _, (k, K, d1, d2, qu2, ok) = jax.lax.scan(back, (phi_x, phi_xx), inputs, reverse=True)
-    return k, K, jnp.sum(d1), jnp.sum(d2), jnp.sum(qu2), jnp.all(ok)
+    inputs = (*derivs[:7], gaps[1:], *derivs[7:])
+    inputs = inputs if box is None else (*inputs, *box)
+    _, (k, K, d1, d2, qu2, ok, Vx, Vxx) = jax.lax.scan(back, (phi_x, phi_xx), inputs, reverse=True)
+    Vx, Vxx = jnp.concatenate([Vx, phi_x[None]]), jnp.concatenate([Vxx, phi_xx[None]])
+    return k, K, jnp.sum(d1), jnp.sum(d2), jnp.sum(qu2), jnp.all(ok), Vx, Vxx
 
 
-def _forward(problem: DiscreteProblem, xs, us, k, K, alpha, lower, upper):
-    """The closed-loop rollout ``u = clip(ū + α k + K (x − x̄), lower, upper)``; (states, controls, cost)."""
+def _forward(problem: DiscreteProblem, xs, us, k, K, alpha, lower, upper, gaps):
+    """The closed-loop rollout ``u = clip(ū + α k + K (x − x̄), lower, upper)`` that closes the fraction α of the
+    gaps, ``x_{k+1} = f(x_k, u_k) − (1 − α) f̄_{k+1}`` from ``x_0 = x0 − (1 − α) f̄_0`` (Mastalli et al. 2020, eq. (9));
+    (states, controls, cost)."""
 
     def one(x, inputs):
-        x_bar, u_bar, k_t, K_t, lo, up = inputs
+        x_bar, u_bar, k_t, K_t, lo, up, gap = inputs
         u = jnp.clip(u_bar + alpha * k_t + K_t @ (x - x_bar), lo, up)
-        x_next = problem.step(x, u)
+        x_next = problem.step(x, u) - (1.0 - alpha) * gap
         return x_next, (x_next, u)
 
-    _, (x_next, new_us) = jax.lax.scan(one, problem.x0, (xs[:-1], us, k, K, lower, upper))
-    new_xs = jnp.concatenate([problem.x0[None], x_next])
+    x_start = problem.x0 - (1.0 - alpha) * gaps[0]
+    _, (x_next, new_us) = jax.lax.scan(one, x_start, (xs[:-1], us, k, K, lower, upper, gaps[1:]))
+    new_xs = jnp.concatenate([x_start[None], x_next])
     return new_xs, new_us, problem.cost(new_xs, new_us)
 
 
@@ -380,6 +395,8 @@ class _State(eqx.Module):
     history: jax.Array
     K: jax.Array
     k: jax.Array
+    gaps: jax.Array
+    feasible: jax.Array
 
 
 def solve_ddp(
@@ -395,10 +412,11 @@ def solve_ddp(
     lower: Float[ArrayLike, "*T n_u"] | None = None,
     upper: Float[ArrayLike, "*T n_u"] | None = None,
     regularisation: str = "state",
+    xs0: Float[ArrayLike, "T+1 n_x"] | None = None,
 ) -> DDPSolution:
     """Solve ``problem`` by DDP (``method="ddp"``, exact second derivatives of the step) or Gauss–Newton iLQR
-    (``"ilqr"``), from the controls ``us0`` (default zero; the initial states are their rollout). Jit-able and
-    vmap-able (module docstring).
+    (``"ilqr"``), from the controls ``us0`` (default zero) and the states ``xs0`` (default: the rollout of ``us0``).
+    Jit-able and vmap-able (module docstring).
 
     Args:
         max_iters: the largest number of iterations (each: one evaluation of the derivatives, the backward passes
@@ -411,6 +429,11 @@ def solve_ddp(
             feedback only in the controls it leaves free (Tassa, Mansard & Todorov, ICRA 2014; Crocoddyl's
             ``SolverBoxDDP``), the forward pass clamps, and the stopping test ignores the components of Q_u held at
             a bound. ``us0`` is clamped into them.
+        xs0: initial states (T + 1, n_x) that need not be a rollout (a guess such as x0 at every knot, or an
+            interpolation to a goal): the solve is then feasibility-driven (FDDP, Mastalli et al., ICRA 2020): the
+            defects ``f(x_k, u_k) − x_{k+1}`` enter the backward pass and the expected decrease, each step closes the
+            fraction α of them, and a step may raise the cost while they remain; after the first full step the
+            trajectory is a rollout and the solve is plain DDP. It converges only once feasible.
         regularisation: ``"state"`` (default): μ is added to the Hessian of the value function, ``V'_xx + μI``
             (Tassa et al. 2012, eq. (10)), a proximal term ``μ/2 ‖x_k − x̄_k‖²`` on the states that damps each
             control by how much it moves the state; ``"control"``: μI is also added to Q_uu (Crocoddyl's ``ureg``
@@ -445,9 +468,16 @@ def solve_ddp(
             raise ValueError("solve_ddp: lower > upper for some controls")
     us = jnp.clip(us, lower, upper)
     second_order = method == "ddp"
-    xs = problem.rollout(us)
-    cost = problem.cost(xs, us)
     n_x = problem.x0.shape[0]
+    if xs0 is None:
+        xs, gaps, feasible = problem.rollout(us), jnp.zeros((problem.horizon + 1, n_x)), jnp.asarray(True)
+    else:
+        xs = jnp.asarray(xs0, dtype=float)
+        if xs.shape != (problem.horizon + 1, n_x):
+            raise ValueError(f"solve_ddp: xs0 must have shape {(problem.horizon + 1, n_x)}, got {xs.shape}")
+        gaps = jnp.concatenate([(problem.x0 - xs[0])[None], jax.vmap(problem.step)(xs[:-1], us) - xs[1:]])
+        feasible = jnp.asarray(False)
+    cost = problem.cost(xs, us)
     history = jnp.full((max_iters + 1, 4), jnp.nan).at[0, 0].set(cost).at[0, 2].set(mu_init)  # J, α, μ, stop
     state = _State(
         xs,
@@ -461,6 +491,8 @@ def solve_ddp(
         history,
         jnp.zeros((*shape, n_x)),
         jnp.zeros(shape),
+        gaps,
+        feasible,
     )
 
     def iteration(s: _State) -> _State:
@@ -469,19 +501,25 @@ def solve_ddp(
         # the backward pass, with μ raised (×10) until every Q_uu + μI is positive definite (the derivatives kept)
         def backward(mu):
             box = (lower - s.us, upper - s.us, s.k) if boxed else None
-            return _backward(derivs, phi_x, phi_xx, mu, second_order, regularisation, box)
+            return _backward(derivs, phi_x, phi_xx, s.gaps, mu, second_order, regularisation, box)
 
         def not_definite(c):
             mu, out = c
-            return ~out[-1] & (mu <= mu_max)
+            return ~out[5] & (mu <= mu_max)
 
         def raise_mu(c):
             mu = c[0] * 10.0
             return mu, backward(mu)
 
         init = (s.mu, backward(s.mu))
-        mu, (k, K, d1, d2, stop, ok) = jax.lax.while_loop(not_definite, raise_mu, init)
-        converged = ok & (stop < th_stop)
+        mu, (k, K, d1, d2, stop, ok, Vx, Vxx) = jax.lax.while_loop(not_definite, raise_mu, init)
+        converged = ok & s.feasible & (stop < th_stop)
+        # the model's decrease for a step α (Mastalli et al. 2020, eqs. (15)–(16); Crocoddyl's SolverFDDP):
+        # α (g + dv) + ½ α² (q − 2 dv) with dv = Σ f̄_t·V_xx,t (x_t − x̄_t) from the trial's states; no gaps: the
+        # usual −(α Σ k·Q_u + ½ α² Σ k·Q_uu k)
+        Vx_gap = Vx + jnp.einsum("tij,tj->ti", Vxx, s.gaps)  # the gradient where the gap lands (Crocoddyl's Vx_)
+        g = -d1 - jnp.sum(Vx_gap * s.gaps)
+        q = -d2 + jnp.einsum("ti,tij,tj->", s.gaps, Vxx, s.gaps)
 
         def cond(c):
             i, accepted, _ = c
@@ -490,9 +528,15 @@ def solve_ddp(
         def body(c):
             i, _, _ = c
             alpha = _ALPHAS[i]
-            new_xs, new_us, new_cost = _forward(problem, s.xs, s.us, k, K, alpha, lower, upper)
-            expected = -(alpha * d1 + 0.5 * alpha * alpha * d2)
-            accepted = jnp.isfinite(new_cost) & (expected >= 0) & ((s.cost - new_cost) >= 0.1 * expected)
+            new_xs, new_us, new_cost = _forward(problem, s.xs, s.us, k, K, alpha, lower, upper, s.gaps)
+            dv = jnp.einsum("ti,tij,tj->", s.gaps, Vxx, new_xs - s.xs)
+            expected = alpha * (g + dv) + 0.5 * alpha * alpha * (q - 2.0 * dv)
+            decrease = s.cost - new_cost
+            # a descent step must achieve 0.1 of the model's decrease; while gaps remain, a step may raise the
+            # cost by up to twice the model's (negative) decrease to close them (Crocoddyl's th_acceptnegstep)
+            accepted = jnp.isfinite(new_cost) & jnp.where(
+                expected >= 0, decrease >= 0.1 * expected, ~s.feasible & (decrease > 2.0 * expected)
+            )
             return i + 1, accepted, (new_xs, new_us, new_cost)
 
         i, accepted, (new_xs, new_us, new_cost) = jax.lax.while_loop(
@@ -508,6 +552,8 @@ def solve_ddp(
         )
         it = s.it + 1
         done = converged | (mu > mu_max) | (it >= max_iters)
+        feasible = s.feasible | (take & (alpha == 1.0))
+        gaps = jnp.where(feasible, 0.0, jnp.where(take, 1.0 - alpha, 1.0) * s.gaps)  # the step closed α of them
         return _State(
             xs_,
             us_,
@@ -520,8 +566,11 @@ def solve_ddp(
             s.history.at[it].set(jnp.stack([cost_, jnp.where(take, alpha, 0.0), mu, stop])),
             jnp.where(ok, K, s.K),
             jnp.where(ok, k, s.k),
+            gaps,
+            feasible,
         )
 
     s = jax.lax.while_loop(lambda s: ~s.done, iteration, state)
     status = jnp.where(s.converged, 0, jnp.where(s.mu > mu_max, 2, 1))
-    return DDPSolution(s.xs, s.us, s.cost, *s.history.T, s.it, s.converged, status, s.stop, s.mu, s.K)
+    defect = jnp.max(jnp.abs(s.gaps))
+    return DDPSolution(s.xs, s.us, s.cost, *s.history.T, s.it, s.converged, status, s.stop, s.mu, s.K, defect)

@@ -62,6 +62,22 @@ def test_linear_quadratic_problem_is_solved_exactly_in_one_step(method, regulari
     np.testing.assert_allclose(sol.cost, J, rtol=1e-12)
 
 
+@pytest.mark.parametrize("method", ["ddp", "ilqr"])
+def test_infeasible_initial_states_are_closed_in_one_full_step(method):
+    """Feasibility-driven start (FDDP): random states that are no rollout; on the LQ problem the linear model is exact,
+    so the first full step closes every gap and lands on the optimum, and the expected decrease (with the gap terms)
+    equals the actual one, which the line search accepts."""
+    U, J = _lq_optimum()
+    xs0 = np.random.default_rng(1).normal(size=(T + 1, N_X))
+    problem = _lq_problem()
+    sol = solve_ddp(problem, method=method, mu_init=0.0, xs0=xs0)
+    assert bool(sol.converged) and int(sol.iterations) == 2 and float(sol.step_history[1]) == 1.0
+    assert float(sol.cost_history[0]) > 3 * J  # the start was far off
+    np.testing.assert_allclose(sol.us, U, rtol=1e-9, atol=1e-12)
+    assert float(sol.defect) == 0.0
+    np.testing.assert_allclose(sol.xs, problem.rollout(sol.us), rtol=1e-12, atol=1e-12)
+
+
 def _kkt_violation(grad, us, lower, upper):
     """The largest violation of the KKT conditions of min J(U) over lower ≤ U ≤ upper at U = us: g = 0 on free
     components, g ≥ 0 at a lower bound, g ≤ 0 at an upper bound."""
@@ -152,6 +168,19 @@ def test_ddp_and_ilqr_reach_the_same_first_order_optimum(arm_solutions):
     assert ratios[2] < ratios[1] < ratios[0] and ratios[2] < 0.05, ratios
 
 
+def test_infeasible_start_reaches_a_first_order_optimum_of_the_arm(arm_solutions):
+    """From states that are no rollout (the initial state perturbed at every knot), the solve closes the gaps and
+    converges to a point where the gradient of J through a plain rollout vanishes."""
+    problem, us0, _ = arm_solutions
+    xs0 = jnp.zeros((T_ARM + 1, 6)) + 0.2 * jnp.asarray(np.random.default_rng(6).normal(size=(T_ARM + 1, 6)))
+    sol = jax.jit(lambda xs: solve_ddp(problem, us0, xs0=xs, max_iters=200))(xs0)
+    assert bool(sol.converged), sol.message
+    assert float(sol.defect) == 0.0
+    np.testing.assert_allclose(sol.xs, problem.rollout(sol.us), rtol=1e-10, atol=1e-12)
+    g = jax.grad(lambda us: problem.cost(problem.rollout(us), us))(sol.us)
+    assert float(jnp.max(jnp.abs(g))) < 1e-4
+
+
 def test_step_second_derivatives_are_those_of_the_plain_step():
     """symplectic_euler's second derivatives (IDSVA SO through System.acceleration_hessians) equal jax.hessian of
     the same step written with the plain forward dynamics (autodiff through CRBA, RNEA and the solve)."""
@@ -205,6 +234,8 @@ def test_bad_problems_are_named():
         solve_ddp(problem, method="fddp")
     with pytest.raises(ValueError, match="regularisation must be one of"):
         solve_ddp(problem, regularisation="both")
+    with pytest.raises(ValueError, match=r"xs0 must have shape \(4, 1\)"):
+        solve_ddp(problem, xs0=np.zeros((3, 1)))
     with pytest.raises(ValueError, match="lower > upper"):
         solve_ddp(problem, lower=1.0, upper=0.0)
     with pytest.raises(ValueError, match=r"upper must be a scalar, one bound per control \(1,\) or per knot"):
