@@ -11,6 +11,17 @@ with w_u = 1e−4 N⁻² s⁻¹ (effort), w_T = 1e3 m⁻² (1 cm of error costs 
 u_max = 20 N (the peak tension of the default CDM scenario), tensions piecewise linear in ``n_knots`` = 6 knots per
 cable, Newmark-β at the paper's 2 ms (a fixed-step map, smooth in the knots).
 
+**CDM circle tracking** (:func:`cdm_track_circle`): from rest, after a lead-in of ``lead`` seconds the tip follows
+a horizontal circle of radius r about ``centre`` once, starting at ``centre + (r, 0, 0)``:
+
+    J = ∫₀ᵀ (w_c ½‖tip(t) − c(t)‖² [t ≥ lead] + w_u ½‖u‖²) dt,   c(t) = centre + r (cos 2πs, sin 2πs, 0),
+    s = (t − lead) / (T − lead),
+
+with w_c = 1e4 m⁻² s⁻¹ (a 1 cm error held for 1 s costs 0.5), w_u = 1e−4, 0 ≤ u ≤ 20 N, tensions cubic B-splines
+(smooth, as tracking needs) with ``n_knots`` = 12 per cable, Newmark-β at 2 ms. Defaults r = 3 cm, centre (0, 0,
+−0.49) m (1 cm above the tip at rest: the cables shorten the arm as they bend it), T = 2 s, lead 0.5 s — our
+documented choice; the paper poses no tracking problem.
+
 **Arm reaching** (:func:`arm_reach`): the standard benchmark problem of Crocoddyl (Mastalli et al., ICRA 2020; its
 ``arm_manipulation`` example), so that results compare one to one: example-robot-data's ``talos_arm`` (fixed base,
 7 DoF) with rotor inertias ``diag(0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0)`` (the 0.1 that example-robot-data's loader sets
@@ -39,7 +50,16 @@ from jaxse3.optim.problem import Problem
 from jaxse3.sim import rigid_system
 from jaxse3.sim.scenarios import cdm_system
 
-__all__ = ["cdm_reach", "CDM_REACH_WEIGHTS", "arm_reach", "ARM_REACH_WEIGHTS", "TALOS_ARM", "talos_arm"]
+__all__ = [
+    "cdm_reach",
+    "CDM_REACH_WEIGHTS",
+    "cdm_track_circle",
+    "CDM_TRACK_WEIGHTS",
+    "arm_reach",
+    "ARM_REACH_WEIGHTS",
+    "TALOS_ARM",
+    "talos_arm",
+]
 
 #: (effort, terminal tip error, terminal strain rates) weights of :func:`cdm_reach`
 CDM_REACH_WEIGHTS = (1e-4, 1e3, 1e-2)
@@ -104,6 +124,71 @@ def cdm_reach(
         lower=0.0,
         upper=max_tension,
         n_save=max(round(t_final / 0.02), 1) + 1,
+        simulation=dict(solver="newmark", dt=dt),
+    )
+
+
+#: (tracking, effort) weights of :func:`cdm_track_circle`
+CDM_TRACK_WEIGHTS = (1e4, 1e-4)
+
+
+class _TrackCircle:
+    """w_c ½‖tip(q) − c(t)‖² after the lead-in, plus w_u ½‖u‖² (hashable by its parameters, like :class:`_Effort`)."""
+
+    def __init__(self, system, centre, radius, lead, t_final, w_track, w_effort):
+        self.system = system
+        self.params = (centre, radius, lead, t_final, w_track, w_effort)
+
+    def circle(self, t):
+        centre, radius, lead, t_final, _, _ = self.params
+        phase = 2.0 * jnp.pi * (t - lead) / (t_final - lead)
+        return jnp.asarray(centre) + radius * jnp.stack([jnp.cos(phase), jnp.sin(phase), jnp.zeros_like(phase)])
+
+    def __call__(self, t, q, qd, u):
+        _, _, lead, _, w_track, w_effort = self.params
+        e = self.system.tip(q) - self.circle(t)
+        return jnp.where(t >= lead, 0.5 * w_track * jnp.sum(e * e), 0.0) + w_effort * effort(u)
+
+    def __eq__(self, other):
+        return isinstance(other, _TrackCircle) and other.params == self.params
+
+    def __hash__(self):
+        return hash((_TrackCircle, self.params))
+
+
+def _no_terminal_cost(q, qd):
+    return jnp.zeros((), jnp.result_type(q))
+
+
+def cdm_track_circle(
+    radius: float = 0.03,
+    centre: Float[ArrayLike, "3"] = (0.0, 0.0, -0.49),
+    t_final: float = 2.0,
+    lead: float = 0.5,
+    n_knots: int = 12,
+    max_tension: float = 20.0,
+    dt: float = 2e-3,
+) -> Problem:
+    """The CDM circle-tracking problem (module docstring); ``problem.running.circle(t)`` is the reference point."""
+    centre = tuple(float(x) for x in jnp.asarray(centre, dtype=float).reshape(-1))
+    if len(centre) != 3:
+        raise ValueError(f"cdm_track_circle: centre must be a point (3,), got {len(centre)} values")
+    if not radius > 0:
+        raise ValueError(f"cdm_track_circle: radius must be positive, got {radius}")
+    if not 0 <= lead < t_final:
+        raise ValueError(f"cdm_track_circle: lead must lie in [0, t_final) = [0, {t_final}), got {lead}")
+    system = cdm_system()
+    w_track, w_u = CDM_TRACK_WEIGHTS
+    return Problem(
+        system,
+        t_final,
+        running=_TrackCircle(system, centre, float(radius), float(lead), float(t_final), w_track, w_u),
+        terminal=_no_terminal_cost,
+        n_knots=n_knots,
+        kind="bspline",
+        lower=0.0,
+        upper=max_tension,
+        n_save=max(round(t_final / 0.01), 1) + 1,
         simulation=dict(solver="newmark", dt=dt),
     )
 
