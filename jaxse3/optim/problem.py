@@ -8,6 +8,10 @@ where (q, q̇) is the simulated motion from (q0, q̇0) under u = u_c(t) (:func:`
 ℓ and terminal cost φ are plain JAX functions returning scalars, and the integral is the trapezoidal rule on the
 ``n_save`` equally spaced samples of the simulation. Every kind of control is a convex combination of its knots, so
 bounds on the knots bound u(t) at every t.
+
+Constraints beyond the bounds: ``terminal_constraint(q(T), q̇(T)) = 0`` (a vector, e.g. the tip exactly at a target)
+and ``path_constraint(t, q, q̇, u) ≤ 0`` (a vector, enforced at the ``n_save`` samples, e.g. a floor or a speed
+limit); :func:`~jaxse3.optim.solve_shooting` handles them by an augmented Lagrangian.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ def _zero_terminal(q, qd):
     return jnp.zeros((), q.dtype)
 
 
+def _no_terminal_constraint(q, qd):
+    return jnp.zeros((0,), q.dtype)
+
+
+def _no_path_constraint(t, q, qd, u):
+    return jnp.zeros((0,), q.dtype)
+
+
 class Problem(eqx.Module):
     """A trajectory optimisation problem (module docstring).
 
@@ -50,6 +62,8 @@ class Problem(eqx.Module):
         n_save: samples of the motion for the running cost (the trapezoidal rule) and the result.
         simulation: keyword arguments of :func:`jaxse3.sim.simulate` (``solver``, ``rtol``, ``dt``, ``adjoint``, …);
             for ``solver="newmark"`` the horizon must be a whole number of steps ``dt``.
+        terminal_constraint: ``(q(T), q̇(T)) -> (m,)``, required to vanish; ``None``: none.
+        path_constraint: ``(t, q, q̇, u) -> (p,)``, required to be ≤ 0 at every sample; ``None``: none.
     """
 
     system: System
@@ -64,6 +78,8 @@ class Problem(eqx.Module):
     kind: str = eqx.field(static=True)
     n_save: int = eqx.field(static=True)
     simulation: tuple[tuple[str, Any], ...] = eqx.field(static=True)
+    terminal_constraint: Callable = eqx.field(static=True)
+    path_constraint: Callable = eqx.field(static=True)
 
     def __init__(
         self,
@@ -80,6 +96,8 @@ class Problem(eqx.Module):
         qd0: Float[ArrayLike, " n_dof"] | None = None,
         n_save: int = 101,
         simulation: dict[str, Any] | None = None,
+        terminal_constraint: Callable | None = None,
+        path_constraint: Callable | None = None,
     ):
         if not isinstance(system, System):
             raise TypeError(f"Problem: system must be a jaxse3.sim.System, got {type(system).__name__}")
@@ -119,11 +137,20 @@ class Problem(eqx.Module):
         self.running = _zero_running if running is None else running
         self.terminal = _zero_terminal if terminal is None else terminal
         self.simulation = tuple(sorted(simulation.items()))
+        self.terminal_constraint = _no_terminal_constraint if terminal_constraint is None else terminal_constraint
+        self.path_constraint = _no_path_constraint if path_constraint is None else path_constraint
         z, u = jnp.zeros(n), jnp.zeros(m)
         for name, fn, args in (("running", self.running, (0.0, z, z, u)), ("terminal", self.terminal, (z, z))):
             shape = jax.eval_shape(fn, *args).shape
             if shape != ():
                 raise ValueError(f"Problem: the {name} cost must return a scalar, got shape {shape}")
+        for name, fn, args in (
+            ("terminal_constraint", self.terminal_constraint, (z, z)),
+            ("path_constraint", self.path_constraint, (0.0, z, z, u)),
+        ):
+            shape = jax.eval_shape(fn, *args).shape
+            if len(shape) != 1:
+                raise ValueError(f"Problem: {name} must return a vector (m,), got shape {shape}")
 
     @property
     def control_shape(self) -> tuple[int, int]:
@@ -155,6 +182,18 @@ class Problem(eqx.Module):
         ell = jax.vmap(self.running)(traj.t, traj.q, traj.qd, traj.u)
         dt = jnp.diff(traj.t)
         return jnp.sum(0.5 * dt * (ell[1:] + ell[:-1])) + self.terminal(traj.q[-1], traj.qd[-1])
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the problem has constraints beyond the bounds."""
+        return (
+            self.terminal_constraint is not _no_terminal_constraint or self.path_constraint is not _no_path_constraint
+        )
+
+    def constraints_of(self, traj: Trajectory) -> tuple[Float[Array, " m"], Float[Array, "n_save p"]]:
+        """The terminal equality residual (m,) and the path inequality values (n_save, p) of a motion."""
+        path = jax.vmap(self.path_constraint)(traj.t, traj.q, traj.qd, traj.u)
+        return self.terminal_constraint(traj.q[-1], traj.qd[-1]), path
 
     def cost(self, values: Float[ArrayLike, "n_knots n_inputs"]) -> Float[Array, ""]:
         """J(c) (module docstring); differentiable (``simulate``'s ``adjoint``)."""

@@ -8,6 +8,13 @@ simulation (:func:`jaxse3.sim.simulate`, reverse mode through its adjoint, the m
 * ``optimiser="adam"`` or any ``optax.GradientTransformation``: projected first-order steps (the knots clipped to the
   bounds after each update).
 
+Constraints (``Problem.terminal_constraint = 0``, ``Problem.path_constraint ≤ 0``) are handled by an augmented
+Lagrangian (Nocedal & Wright, §17.3–17.4; Powell–Hestenes–Rockafellar for the inequalities): the inner solver
+minimises ``L = J + λ·h + ρ/2 ‖h‖² + 1/(2ρ) Σ (max(0, μ + ρ g)² − μ²)`` over the knots; then ``λ ← λ + ρ h``,
+``μ ← max(0, μ + ρ g)``, and ρ grows ×10 when the violation is above ``ctol`` and did not fall below a quarter of
+the previous one. It
+converges when the inner solve converged and the violation ``max(|h|, g⁺)`` is at most ``ctol``.
+
 Two programs are compiled per problem structure, the cost (the line search's trials) and the cost with its gradient;
 the optimiser's own arithmetic on the knots is negligible. The solve stops, converged, when the projected gradient
 ``‖c − clip(c − ∇J, l, u)‖_∞`` is at most ``gtol``; it stops unconverged at ``max_iters``, when the line search
@@ -34,6 +41,7 @@ from jaxse3.optim.solution import Solution
 __all__ = ["solve_shooting", "OPTIMISERS"]
 
 OPTIMISERS = ("lbfgs", "adam")
+_MAX_ROUNDS = 30  # augmented-Lagrangian rounds (ρ grows ×10 on slow progress: 30 rounds is far past any useful ρ)
 
 
 @functools.cache
@@ -44,21 +52,32 @@ def _optax(name: str, learning_rate: float | None) -> optax.GradientTransformati
     return optax.adam(1e-2 if learning_rate is None else learning_rate)
 
 
-@eqx.filter_jit
-def _cost(problem: Problem, c):
-    return problem.cost(c)
+def _merit_of(problem: Problem, traj, multipliers):
+    """(the augmented Lagrangian L, J, the violation, h, g) of a motion; without constraints L = J."""
+    J = problem.cost_of(traj)
+    h, g = problem.constraints_of(traj)
+    lam, mu, rho = multipliers
+    L = J + lam @ h + 0.5 * rho * h @ h + jnp.sum(jnp.maximum(0.0, mu + rho * g) ** 2 - mu**2) / (2.0 * rho)
+    violation = jnp.maximum(jnp.max(jnp.abs(h), initial=0.0), jnp.max(g, initial=0.0))
+    return L, (J, violation, h, g)
 
 
 @eqx.filter_jit
-def _cost_and_gradient(problem: Problem, c):
-    """J(c), the motion, ∇J(c) and the projected gradient's ∞-norm."""
+def _cost(problem: Problem, c, multipliers):
+    return _merit_of(problem, problem.rollout(c), multipliers)[0]
 
-    def cost_and_trajectory(c):
+
+@eqx.filter_jit
+def _cost_and_gradient(problem: Problem, c, multipliers):
+    """L(c) with (J, violation, h, g), the motion, ∇L(c) and the projected gradient's ∞-norm."""
+
+    def merit_and_trajectory(c):
         traj = problem.rollout(c)
-        return problem.cost_of(traj), traj
+        L, aux = _merit_of(problem, traj, multipliers)
+        return L, (aux, traj)
 
-    (J, traj), g = jax.value_and_grad(cost_and_trajectory, has_aux=True)(c)
-    return J, traj, g, jnp.max(jnp.abs(c - problem.project(c - g)))
+    (L, (aux, traj)), grad = jax.value_and_grad(merit_and_trajectory, has_aux=True)(c)
+    return L, aux, traj, grad, jnp.max(jnp.abs(c - problem.project(c - grad)))
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -71,13 +90,13 @@ def _active(problem: Problem, c, g):
     return ((c <= problem.lower) & (g > 0)) | ((c >= problem.upper) & (g < 0))
 
 
-def _projected_search(problem: Problem, c, J, g, d, armijo=1e-4, max_halvings=30):
+def _projected_search(problem: Problem, c, J, g, d, multipliers, armijo=1e-4, max_halvings=30):
     """The first α = 1, ½, ¼, … with J(clip(c + α d)) ≤ J + armijo ∇J·(clip(c + α d) − c) (up to the round-off of
     J, so that a search at the optimum does not fail on it); the point, or None."""
     alpha, roundoff = 1.0, 8 * np.finfo(float).eps * abs(J)
     for _ in range(max_halvings):
         trial = problem.project(c + alpha * d)
-        J_trial = float(_cost(problem, trial))
+        J_trial = float(_cost(problem, trial, multipliers))
         if math.isfinite(J_trial) and J_trial <= J + armijo * float(jnp.vdot(g, trial - c)) + roundoff:
             return trial
         alpha *= 0.5
@@ -92,6 +111,8 @@ def solve_shooting(
     learning_rate: float | None = None,
     max_iters: int = 100,
     gtol: float = 1e-6,
+    ctol: float = 1e-6,
+    penalty: float = 10.0,
     progress: bool = False,
 ) -> Solution:
     """Minimise ``problem``'s cost over its control knots by single shooting (module docstring).
@@ -102,13 +123,15 @@ def solve_shooting(
         optimiser: ``"lbfgs"`` (projected L-BFGS with a backtracking search), ``"adam"`` or an
             ``optax.GradientTransformation`` (projected steps).
         learning_rate: Adam's step (default 1e−2); not used by L-BFGS.
-        max_iters: the largest number of updates.
-        gtol: the stopping test on the projected gradient's ∞-norm.
+        max_iters: the largest number of updates (all augmented-Lagrangian rounds together).
+        gtol: the stopping test on the projected gradient's ∞-norm (of the augmented Lagrangian with constraints).
+        ctol: with constraints, the largest violation ``max(|h|, g⁺)`` accepted as feasible.
+        penalty: with constraints, the initial ρ of the augmented Lagrangian.
         progress: show a progress bar with the cost and the projected gradient.
 
     Returns:
-        a :class:`Solution`: the best knots, their motion, the cost and gradient histories, ``converged`` and why it
-        stopped.
+        a :class:`Solution`: the best knots, their motion, the cost and gradient histories (and with constraints the
+        violation history, ``info["multipliers"]``), ``converged`` and why it stopped.
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"solve_shooting: problem must be a jaxse3.optim.Problem, got {type(problem).__name__}")
@@ -122,84 +145,147 @@ def solve_shooting(
         opt = optimiser
     if not (isinstance(max_iters, int) and max_iters >= 0):
         raise ValueError(f"solve_shooting: max_iters must be an int >= 0, got {max_iters!r}")
-    if not (gtol >= 0 and math.isfinite(gtol)):
-        raise ValueError(f"solve_shooting: gtol must be >= 0 and finite, got {gtol}")
+    for name, value in (("gtol", gtol), ("ctol", ctol)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"solve_shooting: {name} must be >= 0 and finite, got {value}")
+    if not (penalty > 0 and math.isfinite(penalty)):
+        raise ValueError(f"solve_shooting: penalty must be positive and finite, got {penalty}")
     c0 = jnp.zeros(problem.control_shape) if initial is None else jnp.asarray(initial, dtype=float)
     if c0.shape != problem.control_shape:
         raise ValueError(f"solve_shooting: initial must have shape {problem.control_shape}, got {c0.shape}")
     if not np.all(np.isfinite(np.asarray(c0))):
         raise ValueError("solve_shooting: initial has non-finite entries")
+    run = _Run(problem, opt, optimiser == "lbfgs", _progress_bar(progress, max_iters))
     c = problem.project(c0)
-    lbfgs = optimiser == "lbfgs"
-    state = opt.init(c)
-    costs, grads = [], []
-    best, traj, message, converged = None, None, "", False
-    bar = _progress_bar(progress, max_iters)
-    start = time.perf_counter()
-    first_s = math.nan
+    shapes = jax.eval_shape(lambda: problem.constraints_of(problem.rollout(c)))
+    lam, mu, rho = jnp.zeros(shapes[0].shape), jnp.zeros(shapes[1].shape), jnp.asarray(float(penalty))
     try:
-        for k in range(max_iters + 1):
-            J, traj_k, g, pg = _cost_and_gradient(problem, c)
-            J, pg = float(J), float(pg)
-            if k == 0:
-                first_s = time.perf_counter() - start
-            if not (math.isfinite(J) and math.isfinite(pg)):
-                message = f"stopped at iteration {k}: the cost or its gradient is not finite (J = {J}, ‖pg‖ = {pg})"
-                break
-            costs.append(J), grads.append(pg)
-            best, traj = c, traj_k
-            if bar is not None:
-                bar.set_postfix(cost=f"{J:.6g}", pg=f"{pg:.2e}")
-                bar.update(0 if k == 0 else 1)
+        if not problem.constrained:
+            run.minimise(c, (lam, mu, rho), max_iters, gtol)
+        else:
+            previous = math.inf
+            while True:
+                before = run.updates
+                inner_converged = run.minimise(c, (lam, mu, rho), max_iters - run.updates, gtol)
+                c = run.best
+                violation = run.violations[-1]
+                if not run.finite:
+                    break
+                if inner_converged and violation <= ctol:
+                    run.converged = True
+                    run.message = (
+                        f"converged: projected gradient <= gtol = {gtol:g}, constraint violation {violation:.3g} "
+                        f"<= ctol = {ctol:g}"
+                    )
+                    break
+                stalled = run.updates == before and not inner_converged  # no step possible: the noise floor
+                if run.updates >= max_iters or run.rounds >= _MAX_ROUNDS or stalled:
+                    run.converged = False
+                    run.message = (
+                        f"stopped after {run.updates} updates and {run.rounds + 1} rounds of the augmented Lagrangian "
+                        f"(constraint violation {violation:.3g}, ctol = {ctol:g}; {run.message})"
+                    )
+                    break
+                h, g = run.constraints
+                lam, mu = lam + rho * h, jnp.maximum(0.0, mu + rho * g)
+                if violation > max(ctol, 0.25 * previous):
+                    rho = rho * 10.0
+                previous = violation
+                run.rounds += 1
+    except KeyboardInterrupt:
+        run.message = f"interrupted after {len(run.costs)} evaluations"
+    finally:
+        if run.bar is not None:
+            run.bar.close()
+    if run.best is None:
+        raise FloatingPointError(f"solve_shooting: {run.message or 'no evaluation completed'} at the initial guess")
+    traj = run.traj
+    q, qd = np.asarray(traj.q), np.asarray(traj.qd)
+    info = {
+        "method": "single shooting",
+        "optimiser": optimiser if isinstance(optimiser, str) else "optax",
+        "first_gradient_s": run.first_s,  # compilation included, on the first solve of a problem structure
+        "wall_s": time.perf_counter() - run.start,
+    }
+    if problem.constrained:
+        info |= {
+            "violation_history": list(map(float, run.violations)),
+            "multipliers": {"terminal": np.asarray(lam).tolist(), "path": np.asarray(mu).tolist()},
+            "penalty": float(rho),
+            "rounds": run.rounds + 1,
+        }
+    return Solution(
+        values=np.asarray(run.best),
+        t=np.asarray(traj.t),
+        u=np.asarray(traj.u)[:-1],
+        x=np.concatenate([q, qd], axis=1),
+        tip=np.asarray(traj.tip),
+        cost_history=np.asarray(run.costs),
+        gradient_history=np.asarray(run.grads),
+        iterations=run.updates,
+        converged=run.converged,
+        message=run.message,
+        info=info,
+    )
+
+
+class _Run:
+    """The state of one solve: the best iterate, histories and the reason it stopped (shared by the rounds of the
+    augmented Lagrangian)."""
+
+    def __init__(self, problem, opt, lbfgs, bar):
+        self.problem, self.opt, self.lbfgs, self.bar = problem, opt, lbfgs, bar
+        self.best, self.traj, self.constraints = None, None, None
+        self.costs, self.grads, self.violations = [], [], []
+        self.updates, self.rounds, self.converged, self.finite, self.message = 0, 0, False, True, ""
+        self.start, self.first_s = time.perf_counter(), math.nan
+
+    def minimise(self, c, multipliers, budget: int, gtol: float) -> bool:
+        """Projected optimisation of the merit from ``c`` for at most ``budget`` updates; True when converged."""
+        problem, opt = self.problem, self.opt
+        state = opt.init(c)
+        for k in range(budget + 1):
+            L, (J, violation, h, g_path), traj, g, pg = _cost_and_gradient(problem, c, multipliers)
+            L, J, pg = float(L), float(J), float(pg)
+            if math.isnan(self.first_s):
+                self.first_s = time.perf_counter() - self.start
+            if not (math.isfinite(L) and math.isfinite(pg)):
+                self.finite = False
+                self.message = f"stopped after {self.updates} updates: the cost or its gradient is not finite"
+                return False
+            if k > 0 or not self.costs:  # a new round starts where the last one ended: not a new iterate
+                self.costs.append(J), self.grads.append(pg), self.violations.append(float(violation))
+            self.best, self.traj, self.constraints = c, traj, (h, g_path)
+            if self.bar is not None:
+                self.bar.set_postfix(cost=f"{J:.6g}", pg=f"{pg:.2e}")
+                self.bar.update(0 if k == 0 else 1)
             if pg <= gtol:
-                converged, message = True, f"converged: projected gradient {pg:.3g} <= gtol = {gtol:g}"
-                break
-            if k == max_iters:
-                message = f"reached max_iters = {max_iters} (projected gradient {pg:.3g} > gtol = {gtol:g})"
-                break
+                self.converged, self.message = True, f"converged: projected gradient {pg:.3g} <= gtol = {gtol:g}"
+                return True
+            if k == budget:
+                self.converged = False
+                self.message = f"reached max_iters = {self.updates} (projected gradient {pg:.3g} > gtol = {gtol:g})"
+                return False
             step, state = _update(opt, g, state, c)
-            if lbfgs:
+            if self.lbfgs:
                 active = _active(problem, c, g)
                 d = jnp.where(active, 0.0, -step)
                 free_g = jnp.where(active, 0.0, g)
                 if float(jnp.vdot(d, free_g)) >= 0.0:  # not a descent direction: steepest descent on the free knots
                     d = -free_g
-                c_next = _projected_search(problem, c, J, g, d)
+                c_next = _projected_search(problem, c, L, g, d, multipliers)
                 if c_next is None:
-                    message = (
-                        f"stopped at iteration {k}: the line search found no decrease (projected gradient {pg:.3g})"
+                    self.converged = False
+                    self.message = (
+                        f"stopped after {self.updates} updates: the line search found no decrease (projected "
+                        f"gradient {pg:.3g})"
                     )
-                    break
+                    return False
             else:
                 c_next = problem.project(optax.apply_updates(c, step))
             c = c_next
-    except KeyboardInterrupt:
-        message = f"interrupted after {len(costs)} evaluations"
-    finally:
-        if bar is not None:
-            bar.close()
-    if best is None:
-        raise FloatingPointError(f"solve_shooting: {message or 'no evaluation completed'} at the initial guess")
-    values = np.asarray(best)
-    q, qd = np.asarray(traj.q), np.asarray(traj.qd)
-    return Solution(
-        values=values,
-        t=np.asarray(traj.t),
-        u=np.asarray(traj.u)[:-1],
-        x=np.concatenate([q, qd], axis=1),
-        tip=np.asarray(traj.tip),
-        cost_history=np.asarray(costs),
-        gradient_history=np.asarray(grads),
-        iterations=len(costs) - 1,
-        converged=converged,
-        message=message,
-        info={
-            "method": "single shooting",
-            "optimiser": optimiser if isinstance(optimiser, str) else "optax",
-            "first_gradient_s": first_s,  # compilation included, on the first solve of a problem structure
-            "wall_s": time.perf_counter() - start,
-        },
-    )
+            self.updates += 1
+        return False
 
 
 def _progress_bar(progress: bool, total: int):

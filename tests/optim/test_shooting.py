@@ -29,17 +29,8 @@ def _problem(**kw):
     """The linear stand-in (M q̈ + D q̇ + K q = B u) reaching TARGET; one compiled step serves every test (the costs
     are module-level functions and the bounds are arrays)."""
     system = standin.make(g=0.0)
-    return Problem(
-        system,
-        T,
-        running=_running,
-        terminal=_terminal,
-        n_knots=N_KNOTS,
-        kind="linear",
-        n_save=N_SAVE,
-        simulation=dict(solver="kvaerno5", rtol=1e-11, atol=1e-13),
-        **kw,
-    )
+    options = dict(running=_running, terminal=_terminal, n_knots=N_KNOTS, kind="linear", n_save=N_SAVE)
+    return Problem(system, T, simulation=dict(solver="kvaerno5", rtol=1e-11, atol=1e-13), **(options | kw))
 
 
 def _exact_quadratic(system):
@@ -161,3 +152,69 @@ def test_solution_round_trip(tmp_path):
     assert back.info == sol.info
     raw = np.load(path)
     assert raw["u"].shape == (N_SAVE - 1, 2) and raw["x"].shape == (N_SAVE, 8)
+
+
+def _terminal_target(q, qd):
+    return q[:2] - TARGET[:2]
+
+
+def _first_input_at_least(t, q, qd, u):
+    return U_MIN - u[:1]
+
+
+U_MIN = -1.0
+
+
+def test_terminal_equality_constraint_gives_the_exact_constrained_minimiser():
+    """q₁(T), q₂(T) exactly at their targets: the KKT system of the equality-constrained quadratic
+    [[H, Pᵀ], [P, 0]] [c; λ] = [b; target] is the oracle, multipliers included."""
+    problem = _problem(terminal_constraint=_terminal_target)
+    P, S, w = _exact_quadratic(problem.system)
+    H = P.T @ P + W_EFFORT * S.T @ (w[:, None] * S)
+    P2 = P[:2]
+    kkt = np.block([[H, P2.T], [P2, np.zeros((2, 2))]])
+    solution = np.linalg.solve(kkt, np.concatenate([P.T @ TARGET, TARGET[:2]]))
+    c_star, lam_star = solution[:-2], solution[-2:]
+    unconstrained = np.linalg.solve(H, P.T @ TARGET)
+    assert np.abs(P2 @ unconstrained - TARGET[:2]).max() > 1e-2  # the constraint changes the answer
+    # the adaptive solver's noise (rtol 1e-11) limits the violation to ~1e-8
+    sol = solve_shooting(problem, max_iters=300, gtol=1e-7, ctol=1e-7)
+    assert sol.converged, sol.message
+    assert sol.info["violation_history"][-1] <= 1e-7 and sol.info["rounds"] > 1
+    np.testing.assert_allclose(np.ravel(sol.values), c_star, atol=1e-4 * np.abs(c_star).max())
+    np.testing.assert_allclose(sol.x[-1, :2], TARGET[:2], atol=1e-7)
+    np.testing.assert_allclose(sol.info["multipliers"]["terminal"], lam_star, rtol=1e-3)
+
+
+def test_path_inequality_constraint_gives_the_exact_constrained_minimiser():
+    """u₁(t) ≥ U_MIN at the samples: a linear inequality on the knots; the QP with it solved by scipy from the
+    explicit matrices (no simulation) is the oracle."""
+    import scipy.optimize
+
+    problem = _problem(path_constraint=_first_input_at_least)
+    P, S, w = _exact_quadratic(problem.system)
+    H = P.T @ P + W_EFFORT * S.T @ (w[:, None] * S)
+    b = P.T @ TARGET
+    A = S[0::2]  # u₁ at every sample
+    unconstrained = np.linalg.solve(H, b)
+    assert np.min(A @ unconstrained) < U_MIN - 0.5  # the constraint binds
+    qp = scipy.optimize.minimize(
+        lambda c: 0.5 * c @ H @ c - b @ c,
+        unconstrained,
+        jac=lambda c: H @ c - b,
+        constraints=[{"type": "ineq", "fun": lambda c: A @ c - U_MIN, "jac": lambda c: A}],
+        method="SLSQP",
+        options={"ftol": 1e-15, "maxiter": 500},
+    )
+    sol = solve_shooting(problem, max_iters=400, gtol=1e-6, ctol=1e-7)
+    assert sol.converged, sol.message
+    assert np.min(A @ np.ravel(sol.values)) >= U_MIN - 1e-7
+    np.testing.assert_allclose(np.ravel(sol.values), qp.x, atol=2e-4 * np.abs(qp.x).max())
+    assert sol.cost >= _exact_cost(unconstrained, P, S, w)
+
+
+def test_bad_constraints_are_named():
+    with pytest.raises(ValueError, match=r"terminal_constraint must return a vector"):
+        _problem(terminal_constraint=lambda q, qd: jnp.sum(q))
+    with pytest.raises(ValueError, match="ctol must be >= 0 and finite"):
+        solve_shooting(_problem(), ctol=-1.0)
