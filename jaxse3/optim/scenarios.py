@@ -101,6 +101,29 @@ class _Arrive:
         return hash((_Arrive, self._key()))
 
 
+def _point(fname: str, name: str, value) -> tuple[float, float, float]:
+    point = tuple(float(x) for x in jnp.asarray(value, dtype=float).reshape(-1))
+    if len(point) != 3:
+        raise ValueError(f"{fname}: {name} must be a point (3,), got {len(point)} values")
+    return point
+
+
+def _cdm_problem(system, t_final, running, terminal, n_knots, kind, max_tension, dt, sample_dt) -> Problem:
+    """A CDM problem with tensions in [0, max_tension], Newmark-β at ``dt`` and samples every ``sample_dt``."""
+    return Problem(
+        system,
+        t_final,
+        running=running,
+        terminal=terminal,
+        n_knots=n_knots,
+        kind=kind,
+        lower=0.0,
+        upper=max_tension,
+        n_save=max(round(t_final / sample_dt), 1) + 1,
+        simulation=dict(solver="newmark", dt=dt),
+    )
+
+
 def cdm_reach(
     target: Float[ArrayLike, "3"] = (0.1, 0.05, -0.45),
     t_final: float = 2.0,
@@ -109,22 +132,11 @@ def cdm_reach(
     dt: float = 2e-3,
 ) -> Problem:
     """The CDM reaching problem (module docstring): tip to ``target`` (m, world) at ``t_final`` from rest."""
-    target = tuple(float(x) for x in jnp.asarray(target, dtype=float).reshape(-1))
-    if len(target) != 3:
-        raise ValueError(f"cdm_reach: target must be a point (3,), got {len(target)} values")
+    target = _point("cdm_reach", "target", target)
     system = cdm_system()
     w_u, w_T, w_v = CDM_REACH_WEIGHTS
-    return Problem(
-        system,
-        t_final,
-        running=_Effort(w_u),
-        terminal=_Arrive(system, target, w_T, w_v),
-        n_knots=n_knots,
-        kind="linear",
-        lower=0.0,
-        upper=max_tension,
-        n_save=max(round(t_final / 0.02), 1) + 1,
-        simulation=dict(solver="newmark", dt=dt),
+    return _cdm_problem(
+        system, t_final, _Effort(w_u), _Arrive(system, target, w_T, w_v), n_knots, "linear", max_tension, dt, 0.02
     )
 
 
@@ -156,10 +168,6 @@ class _TrackCircle:
         return hash((_TrackCircle, self.params))
 
 
-def _no_terminal_cost(q, qd):
-    return jnp.zeros((), jnp.result_type(q))
-
-
 def cdm_track_circle(
     radius: float = 0.03,
     centre: Float[ArrayLike, "3"] = (0.0, 0.0, -0.49),
@@ -170,27 +178,15 @@ def cdm_track_circle(
     dt: float = 2e-3,
 ) -> Problem:
     """The CDM circle-tracking problem (module docstring); ``problem.running.circle(t)`` is the reference point."""
-    centre = tuple(float(x) for x in jnp.asarray(centre, dtype=float).reshape(-1))
-    if len(centre) != 3:
-        raise ValueError(f"cdm_track_circle: centre must be a point (3,), got {len(centre)} values")
+    centre = _point("cdm_track_circle", "centre", centre)
     if not radius > 0:
         raise ValueError(f"cdm_track_circle: radius must be positive, got {radius}")
     if not 0 <= lead < t_final:
         raise ValueError(f"cdm_track_circle: lead must lie in [0, t_final) = [0, {t_final}), got {lead}")
     system = cdm_system()
     w_track, w_u = CDM_TRACK_WEIGHTS
-    return Problem(
-        system,
-        t_final,
-        running=_TrackCircle(system, centre, float(radius), float(lead), float(t_final), w_track, w_u),
-        terminal=_no_terminal_cost,
-        n_knots=n_knots,
-        kind="bspline",
-        lower=0.0,
-        upper=max_tension,
-        n_save=max(round(t_final / 0.01), 1) + 1,
-        simulation=dict(solver="newmark", dt=dt),
-    )
+    running = _TrackCircle(system, centre, float(radius), float(lead), float(t_final), w_track, w_u)
+    return _cdm_problem(system, t_final, running, None, n_knots, "bspline", max_tension, dt, 0.01)
 
 
 #: (running goal, state regularisation, control regularisation, terminal goal) weights of :func:`arm_reach`
