@@ -14,13 +14,18 @@ differences.
    and with the URDF's effort limits — and, when ``crocoddyl`` is importable, by Crocoddyl's FDDP, DDP, Box-FDDP and
    Box-DDP on the same problem (its solvers from x0 at every knot, ours from the rollout of the same controls,
    gravity compensation; both stop at Σ‖Q_u‖² < 1e−9). Reported: iterations, final cost, the iteration at which the
-   cost first falls to Crocoddyl FDDP's final cost, time per solve (median, compile separate) and per iteration;
-   then ``--batch`` (default 64) targets around the benchmark's, solved by one ``jax.vmap`` of DDP, in problems per
-   second against Crocoddyl FDDP's one problem at a time. Crocoddyl 3.2 needs pin 4.0.0 (3.2.1 is ABI-incompatible
-   with pin 4.1): ``pip install crocoddyl==3.2.1 pin==4.0.0`` in an environment of its own, with jaxse3 installed.
+   cost first falls to Crocoddyl FDDP's final cost, time per solve (median, compile separate) and per iteration.
+   Crocoddyl 3.2 needs pin 4.0.0 (3.2.1 is ABI-incompatible with pin 4.1): ``pip install crocoddyl==3.2.1
+   pin==4.0.0`` in an environment of its own, with jaxse3 installed.
 
-    python benchmarks/optim.py [--sections gradients arm] [--t-final 1] [--knots 4] [--solvers newmark kvaerno5]
-        [--repeats 3] [--batch 64] [--markdown out.md]
+3. ``batch``: for each B of ``--batch`` (default 64), B targets around the benchmark's solved by one ``jax.vmap`` of
+   DDP, on the default JAX device (a GPU where there is one), in problems per second against Crocoddyl FDDP's one
+   problem at a time (measured in the same run when crocoddyl is importable, else its recorded time).
+
+``--urdf PATH`` loads the Talos arm from ``talos_left_arm.urdf`` where example-robot-data is not installed.
+
+    python benchmarks/optim.py [--sections gradients arm batch] [--t-final 1] [--knots 4]
+        [--solvers newmark kvaerno5] [--repeats 3] [--batch 64 1024] [--urdf PATH] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import fmt_time, time_group  # noqa: E402
 
+from jaxse3 import rigid  # noqa: E402
 from jaxse3.optim import scenarios, solve_ddp  # noqa: E402
 from jaxse3.sim import SampledInput, simulate  # noqa: E402
 from jaxse3.sim.scenarios import cdm_system  # noqa: E402
@@ -174,13 +180,25 @@ def _crocoddyl_rows(repeats: int) -> tuple[list[str], float, float]:
     return rows, *fddp
 
 
+# Crocoddyl 3.2.1 FDDP on the arm problem (final cost; time per solve on the 2-core CPU machine of
+# benchmarks/README.md), used where crocoddyl is not importable
+CROCODDYL_FDDP = {"cost": 23.846999563786078, "time_s": 71.8e-3, "measured": "2026-11-26, 2-core CPU"}
+
+
+def _model(args):
+    """The benchmark's Talos arm: from example-robot-data, or from ``--urdf`` where that package is missing."""
+    if args.urdf is None:
+        return scenarios.talos_arm()
+    return rigid.from_urdf(args.urdf, floating_base=False).with_armature(scenarios.TALOS_ARM["armature"])
+
+
 def arm(args) -> list[str]:
     try:
-        croc_rows, croc_cost, croc_time = _crocoddyl_rows(args.repeats)
+        croc_rows, croc_cost, _ = _crocoddyl_rows(args.repeats)
     except ImportError as e:
         print(f"crocoddyl not available ({e}): jaxse3 rows only", flush=True)
-        croc_rows, croc_cost, croc_time = [], 23.846999563786078, float("nan")  # Crocoddyl 3.2.1 FDDP, 2026-11-26
-    problem, us0 = scenarios.arm_reach()
+        croc_rows, croc_cost = [], CROCODDYL_FDDP["cost"]
+    problem, us0 = scenarios.arm_reach(model=_model(args))
     limit = np.array(scenarios.TALOS_ARM["effort_limit"])
     rows = []
     for method in ("ddp", "ilqr"):
@@ -199,26 +217,6 @@ def arm(args) -> list[str]:
                 f"{fmt_time(t.median_s / iters)} | {t.compile_s:.1f} s |"
             )
             print(rows[-1], flush=True)
-    # a batch of targets: one vmap of DDP against Crocoddyl FDDP's problems per second
-    rng = np.random.default_rng(0)
-    targets = jnp.asarray(np.array([0.0, 0.0, 0.4]) + rng.uniform(-0.1, 0.1, size=(args.batch, 3)))
-
-    def batch(targets):
-        return jax.vmap(lambda p: solve_ddp(*scenarios.arm_reach(p), max_iters=200))(targets)
-
-    (t,) = time_group([(batch, (targets,))], max(1, args.repeats // 2), min_sample_s=0.0)
-    converged = int(np.sum(np.asarray(t.out.converged)))
-    rate = args.batch / t.median_s
-    batch_rows = [
-        "",
-        f"| {args.batch} targets, one `jax.vmap` of DDP | time | problems/s | Crocoddyl FDDP problems/s | ratio | "
-        "converged | iterations (max) | compile |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| p = (0, 0, 0.4) ± 0.1 m | {fmt_time(t.median_s)} | {rate:.1f} | {1 / croc_time:.1f} | "
-        f"**{rate * croc_time:.2f}×** | {converged}/{args.batch} | {int(np.max(np.asarray(t.out.iterations)))} | "
-        f"{t.compile_s:.1f} s |",
-    ]
-    print("\n".join(batch_rows), flush=True)
     header = [
         "Talos arm reaching (Crocoddyl's benchmark problem): T = 100, dt = 0.01, stop at Σ‖Q_u‖² < 1e−9",
         "",
@@ -226,10 +224,50 @@ def arm(args) -> list[str]:
         "| compile |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    return header + croc_rows + rows + batch_rows
+    return header + croc_rows + rows
 
 
-SECTIONS = {"gradients": gradients, "arm": arm}
+def batch(args) -> list[str]:
+    """One ``jax.vmap`` of DDP over B targets around the benchmark's, for each B of ``--batch``, in problems per
+    second against Crocoddyl FDDP solving one problem at a time (measured in this run when crocoddyl is importable,
+    else :data:`CROCODDYL_FDDP`)."""
+    try:
+        croc_time = _crocoddyl_rows(args.repeats)[2]
+        croc_note = "measured in this run"
+    except ImportError:
+        croc_time = CROCODDYL_FDDP["time_s"]
+        croc_note = f"measured {CROCODDYL_FDDP['measured']}"
+    model = _model(args)
+    device = jax.devices()[0]
+    rows = [
+        f"Arm reaching, B targets p = (0, 0, 0.4) ± 0.1 m (uniform), one `jax.vmap` of DDP on {device.platform} "
+        f"({device.device_kind}); Crocoddyl FDDP {fmt_time(croc_time)} per solve ({croc_note})",
+        "",
+        "| B | time | problems/s | Crocoddyl FDDP problems/s | ratio | converged | iterations (max) | "
+        "per problem-iteration | compile |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(rows), flush=True)
+    for size in args.batch:
+        rng = np.random.default_rng(0)
+        targets = jnp.asarray(np.array([0.0, 0.0, 0.4]) + rng.uniform(-0.1, 0.1, size=(size, 3)))
+
+        def solve(targets):
+            return jax.vmap(lambda p: solve_ddp(*scenarios.arm_reach(p, model=model), max_iters=200))(targets)
+
+        (t,) = time_group([(solve, (targets,))], max(1, args.repeats // 2), min_sample_s=0.0)
+        converged = int(np.sum(np.asarray(t.out.converged)))
+        iters = int(np.max(np.asarray(t.out.iterations)))
+        rate = size / t.median_s
+        rows.append(
+            f"| {size} | {fmt_time(t.median_s)} | {rate:.1f} | {1 / croc_time:.1f} | **{rate * croc_time:.2f}×** | "
+            f"{converged}/{size} | {iters} | {fmt_time(t.median_s / (size * iters))} | {t.compile_s:.1f} s |"
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+SECTIONS = {"gradients": gradients, "arm": arm, "batch": batch}
 
 
 def main(argv=None):
@@ -241,7 +279,8 @@ def main(argv=None):
     p.add_argument("--checkpoints", type=int, default=None, help="simulate's checkpoints (default: diffrax's choice)")
     p.add_argument("--markdown", default=None)
     p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
-    p.add_argument("--batch", type=int, default=64, help="targets solved by one vmap in the arm section")
+    p.add_argument("--batch", type=int, nargs="+", default=[64], help="batch sizes of the batch section")
+    p.add_argument("--urdf", default=None, help="talos_left_arm.urdf, where example-robot-data is not installed")
     args = p.parse_args(argv)
     table = "\n\n".join("\n".join(SECTIONS[name](args)) for name in args.sections)
     print(table)
