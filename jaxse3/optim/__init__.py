@@ -7,7 +7,8 @@
 * :func:`solve_shooting`: single shooting with optax (projected L-BFGS with a backtracking search, Adam or any
   optax transformation with projected steps), gradients through :func:`jaxse3.sim.simulate` with the models'
   analytical rules.
-* :func:`solve_ddp` on a :class:`DiscreteProblem` (a step map such as :func:`symplectic_euler` of a system):
+* :func:`solve_ddp` on a :class:`DiscreteProblem` (a step map: :func:`symplectic_euler` of a system, or
+  :func:`implicit_euler` for stiff ones such as rods):
   full second-order DDP with the exact second derivatives of the dynamics, or Gauss–Newton iLQR; one jit-able,
   vmap-able ``lax.while_loop``; result :class:`DDPSolution`.
 * :class:`Solution`: the optimised knots and motion (``u`` (T, n_inputs), ``x`` (T + 1, 2 n_dof)), cost and gradient
@@ -16,7 +17,7 @@
 
 from jaxse3.optim import costs
 from jaxse3.optim.controls import KINDS, Controls
-from jaxse3.optim.ddp import DDPSolution, DiscreteProblem, solve_ddp, symplectic_euler
+from jaxse3.optim.ddp import DDPSolution, DiscreteProblem, implicit_euler, solve_ddp, symplectic_euler
 from jaxse3.optim.problem import Problem
 from jaxse3.optim.shooting import OPTIMISERS, solve_shooting
 from jaxse3.optim.solution import Solution
@@ -33,4 +34,5 @@ __all__ = [
     "solve_ddp",
     "DDPSolution",
     "symplectic_euler",
+    "implicit_euler",
 ]

@@ -9,12 +9,14 @@ for a step map ``f`` (e.g. :func:`symplectic_euler` of a :class:`~jaxse3.sim.Sys
 Todorov, IROS 2012, §II; Mastalli et al., ICRA 2020, for the stopping test and schedules, which follow Crocoddyl's
 defaults):
 
-1. derivatives along the nominal trajectory, all knots at once (``vmap``): f_x, f_u and, for DDP, the second
-   derivatives f_xx, f_ux, f_uu — for a rigid robot under :func:`symplectic_euler` the exact ones of IDSVA SO
-   through the forward-dynamics chain rule (``System.acceleration_hessians``), otherwise ``jax.hessian`` of the step
-   (through the models' first-order ``custom_jvp`` rules);
+1. derivatives along the nominal trajectory, all knots at once (``vmap``): f_x, f_u and, for DDP with a step that
+   has them, the full second derivatives f_xx, f_ux, f_uu — for a rigid robot under :func:`symplectic_euler` the
+   exact ones of IDSVA SO through the forward-dynamics chain rule (``System.acceleration_hessians``);
 2. the backward pass (a ``lax.scan``) with the Q-function of eq. (5)
    ``Q_xx = ℓ_xx + f_xᵀ V'_xx f_x + V'_x · f_xx`` (and likewise Q_ux, Q_uu; iLQR drops the ``V'_x · f_··`` terms),
+   the ``V'_x · f_··`` terms contracting those tensors or, for other steps, evaluated knot by knot as the Hessian of
+   the scalar ``V'_x · f`` (the step's ``weighted_hessians``: :func:`implicit_euler`'s costs one forward-over-reverse
+   pass of the forward dynamics per variable; else ``jax.hessian`` through the models' first-order rules),
    regularised by ``V'_xx + μI`` (eq. (10); optionally also ``Q_uu + μI``), Q_uu factored by Cholesky, gains
    ``k = −Q_uu⁻¹ Q_u``, ``K = −Q_uu⁻¹ Q_ux`` — with bounds on u, k from a box QP solved by projected Newton and K
    restricted to the free controls (Tassa, Mansard & Todorov, ICRA 2014); a failed factorisation raises μ (×10)
@@ -45,10 +47,19 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from jaxse3.integrate.newton import NewtonResults, newton
 from jaxse3.optim.solution import Solution
 from jaxse3.sim import System
 
-__all__ = ["DiscreteProblem", "DDPSolution", "solve_ddp", "symplectic_euler", "STATUS", "REGULARISATIONS"]
+__all__ = [
+    "DiscreteProblem",
+    "DDPSolution",
+    "solve_ddp",
+    "symplectic_euler",
+    "implicit_euler",
+    "STATUS",
+    "REGULARISATIONS",
+]
 
 _ALPHAS = 2.0 ** -jnp.arange(10)
 #: where μ enters the backward pass: ``"state"`` (V'_xx + μI) or ``"control"`` (also Q_uu + μI, as Crocoddyl)
@@ -64,8 +75,12 @@ STATUS = {
 }
 
 
-class _SymplecticEuler:
-    """The step map of :func:`symplectic_euler` (a callable; hashed by identity, as a function)."""
+class _Euler:
+    """The step maps of :func:`symplectic_euler` and :func:`implicit_euler` (callables; hashed by identity, as
+    functions): ``f(x, u) = (q + dt v', v')`` with ``v' = v + dt a(y)``, ``a`` the forward dynamics at ``y = (q, v,
+    u)`` (symplectic) or at the step's end ``y = (q + dt v', v', u)`` (implicit, solved by Newton)."""
+
+    implicit = False
 
     def __init__(self, system: System, dt: float):
         self.system, self.dt = system, dt
@@ -76,13 +91,48 @@ class _SymplecticEuler:
         qd_next = qd + dt * self.system.acceleration(q, qd, u)
         return jnp.concatenate([q + dt * qd_next, qd_next])
 
+    def weighted_hessians(self, x, u, w, x_next, fx, fu):
+        """The second derivatives ``(H_xx, H_ux, H_uu)`` of ``w · f(x, u)``, given the step's value ``x_next`` and
+        first derivatives there. ``w · f = w_q · q + m · v'`` with ``m = dt w_q + w_v``, and ``v' − v = dt a(y)``
+        makes ``∇²(m · v') = dt Yᵀ ∇²_y(ν · a) Y`` with ``Y = ∂y/∂(x, u)`` and ``ν = (∂v'/∂v)ᵀ m`` (the implicit
+        function theorem twice; symplectic: ``Y = I``, ``ν = m``; implicit: ``y = (f, u)``, so
+        ``Y = [[f_x, f_u], [0, I]]``, and ``∂v'/∂v = (I − dt² a_q − dt a_v)⁻¹``). ``∇²_y(ν · a)`` contracts the
+        system's ``acceleration_hessians`` where it has them, else is ``jax.hessian`` of ``ν · a`` (one
+        forward-over-reverse pass per argument, through the models' first-order rules)."""
+        n, dt = self.system.n_dof, self.dt
+        m = dt * w[:n] + w[n:]
+        if self.implicit:
+            y = jnp.concatenate([x_next, u])
+            Y = jnp.block([[fx, fu], [jnp.zeros((u.shape[0], x.shape[0])), jnp.eye(u.shape[0])]])
+            nu = fx[n:, n:].T @ m
+        else:
+            y, Y, nu = jnp.concatenate([x, u]), None, m
+        A = dt * self._weighted_acceleration_hessian(y, nu)
+        H = A if Y is None else Y.T @ A @ Y
+        return H[: 2 * n, : 2 * n], H[2 * n :, : 2 * n], H[2 * n :, 2 * n :]
+
+    def _weighted_acceleration_hessian(self, y, nu):
+        """``∇²_y (ν · a(y))`` at y = (q, v, u)."""
+        system, n = self.system, self.system.n_dof
+        q, qd, u = y[:n], y[n : 2 * n], y[2 * n :]
+        if system.acceleration_hessians is None:
+            return jax.hessian(lambda y: nu @ system.acceleration(y[:n], y[n : 2 * n], y[2 * n :]))(y)
+        a_qq, a_vv, a_qv, a_qu = (
+            jnp.einsum("i,iab->ab", nu, h) for h in system.acceleration_hessians(system.params, q, qd, u)
+        )
+        m = u.shape[0]
+        zeros = lambda r, c: jnp.zeros((r, c), y.dtype)
+        return jnp.block([[a_qq, a_qv, a_qu], [a_qv.T, a_vv, zeros(n, m)], [a_qu.T, zeros(m, n), zeros(m, m)]])
+
+
+class _SymplecticEulerTensors(_Euler):
+    """Symplectic Euler of a system with ``acceleration_hessians``: the full second-derivative tensors, evaluated at
+    all knots at once before the backward pass."""
+
     def second_derivatives(self, x, u):
         """``(f_xx, f_ux, f_uu)``, layouts ``[output, a, b]``, from the system's ``acceleration_hessians``:
-        ``f = (q + dt q̇ + dt² q̈, q̇ + dt q̈)`` is affine in q̈, so ``f_·· = (dt², dt) ⊗ q̈_··``; without them,
-        ``jax.hessian`` of the step."""
+        ``f = (q + dt q̇ + dt² q̈, q̇ + dt q̈)`` is affine in q̈, so ``f_·· = (dt², dt) ⊗ q̈_··``."""
         system, n, dt = self.system, self.system.n_dof, self.dt
-        if system.acceleration_hessians is None:
-            return _hessians(self, x, u)
         a_qq, a_vv, a_qv, a_qu = system.acceleration_hessians(system.params, x[:n], x[n:], u)
         a_xx = jnp.concatenate(
             [jnp.concatenate([a_qq, a_qv], axis=2), jnp.concatenate([jnp.swapaxes(a_qv, 1, 2), a_vv], axis=2)],
@@ -93,28 +143,72 @@ class _SymplecticEuler:
         return tuple(jnp.concatenate([dt * dt * h, dt * h]) for h in (a_xx, a_ux, a_uu))
 
 
+class _ImplicitEuler(_Euler):
+    implicit = True
+
+    def __init__(self, system: System, dt: float, tol: float, max_iters: int):
+        super().__init__(system, dt)
+        self.tol, self.max_iters = tol, max_iters
+
+    @staticmethod
+    def _newton_system(v_next, p):
+        """``R = v' − v − dt a(q + dt v', v', u)`` and ``∂R/∂v' = I − dt² a_q − dt a_v``."""
+        step, params, q, qd, u = p
+        fd, dt = step.system.forward_dynamics, step.dt
+        a = lambda q_, v_: fd(params, q_, v_, u)
+        q_next = q + dt * v_next
+        a_q, a_v = jax.jacfwd(a, argnums=(0, 1))(q_next, v_next)
+        R = v_next - qd - dt * a(q_next, v_next)
+        return R, jnp.eye(q.shape[0]) - dt * dt * a_q - dt * a_v
+
+    def __call__(self, x, u):
+        n, dt = self.system.n_dof, self.dt
+        q, qd = x[:n], x[n:]
+        # from the current velocity (the symplectic step's guess overshoots on stiff systems: dt a ≫ the velocity)
+        sol = newton(self._newton_system, qd, (self, self.system.params, q, qd, u), self.tol, self.max_iters)
+        # a step whose Newton iteration fails is NaN: a solver's line search then rejects it
+        qd_next = jnp.where(sol.result == NewtonResults.successful, sol.value, jnp.nan)
+        return jnp.concatenate([q + dt * qd_next, qd_next])
+
+
 def symplectic_euler(system: System, dt: float) -> Callable:
     """The step map ``(x, u) -> x'`` of ``system`` with x = (q, q̇) stacked: q̇' = q̇ + dt FD(q, q̇, u),
-    q' = q + dt q̇' (semi-implicit Euler, the step of Crocoddyl's ``IntegratedActionModelEuler``).
+    q' = q + dt q̇' (semi-implicit Euler, the step of Crocoddyl's ``IntegratedActionModelEuler``); explicit, so
+    stable only for steps below the system's fastest period (rigid arms; stiff rods need :func:`implicit_euler`).
 
-    Its method ``second_derivatives(x, u)``, which :func:`solve_ddp` calls, uses the system's
-    ``acceleration_hessians`` where it has them (rigid trees: IDSVA SO), ten times faster than ``jax.hessian``
-    through the first-order rules on a 7-DoF arm."""
-    return _SymplecticEuler(system, dt)
+    For :func:`solve_ddp` it carries its second derivatives: the full tensors from the system's
+    ``acceleration_hessians`` where it has them (rigid trees: IDSVA SO, ten times faster than ``jax.hessian``
+    through the first-order rules on a 7-DoF arm), evaluated at all knots at once; otherwise the Hessian of
+    ``V'_x · f`` in the backward pass (``weighted_hessians``)."""
+    return (_Euler if system.acceleration_hessians is None else _SymplecticEulerTensors)(system, dt)
 
 
-def _hessians(step, x, u):
-    """``(f_xx, f_ux, f_uu)`` of a step map by ``jax.hessian`` (layouts ``[output, a, b]``)."""
-    (fxx, _), (fux, fuu) = jax.hessian(step, argnums=(0, 1))(x, u)
-    return fxx, fux, fuu
+def implicit_euler(system: System, dt: float, tol: float = 1e-10, max_iters: int = 20) -> Callable:
+    """The implicit (backward) Euler step map ``(x, u) -> x'`` of ``system``, x = (q, q̇):
+    ``q̇' = q̇ + dt FD(q', q̇', u)``, ``q' = q + dt q̇'``, solved for q̇' by Newton (``‖R‖_∞ ≤ tol``, at most
+    ``max_iters`` updates, from q̇' = q̇) with the Jacobians of the forward dynamics (a rod's analytical
+    rules). L-stable: the step for stiff systems such as soft rods at steps far above their fastest period (it damps
+    the modes it does not resolve).
+
+    Its derivatives follow from the implicit function theorem (:func:`jaxse3.integrate.newton.newton`; the loop is
+    not differentiated). For :func:`solve_ddp` the Hessian of ``V'_x · f`` in the backward pass costs one
+    forward-over-reverse pass of ``ν · FD`` per state and control (``weighted_hessians``). A step whose Newton
+    iteration fails is NaN (a solver's line search then rejects it)."""
+    if not (isinstance(max_iters, int) and max_iters >= 1):
+        raise ValueError(f"implicit_euler: max_iters must be a positive int, got {max_iters!r}")
+    if not tol > 0:
+        raise ValueError(f"implicit_euler: tol must be positive, got {tol!r}")
+    return _ImplicitEuler(system, dt, tol, max_iters)
 
 
 class DiscreteProblem(eqx.Module):
     """``min Σ_k running(x_k, u_k) + terminal(x_T)`` subject to ``x_{k+1} = step(x_k, u_k)``, ``x_0 = x0``.
 
     Attributes:
-        step: ``(x, u) -> x'`` (twice differentiable for DDP; a step with a method ``second_derivatives(x, u) ->
-            (f_xx, f_ux, f_uu)`` supplies them, as :func:`symplectic_euler` of a rigid system does).
+        step: ``(x, u) -> x'`` (twice differentiable for DDP): :func:`symplectic_euler`, :func:`implicit_euler` or
+            any function; a step may supply its second derivatives by a method ``second_derivatives(x, u) ->
+            (f_xx, f_ux, f_uu)`` (full tensors, layouts ``[output, a, b]``) or ``weighted_hessians(x, u, w, x_next,
+            f_x, f_u) -> (H_xx, H_ux, H_uu)`` (of the scalar ``w · f``, given f's value and first derivatives).
         running: ``(x, u) -> scalar``, the cost of one knot (include the time step ``dt`` in it).
         terminal: ``x -> scalar``.
         x0: the initial state (n_x,) (an array leaf: vmap over it).
@@ -244,16 +338,36 @@ class DDPSolution(eqx.Module):
         )
 
 
-def _derivatives(problem: DiscreteProblem, xs, us, second_order: bool):
-    """Per knot: f_x, f_u, ℓ_x, ℓ_u, ℓ_xx, ℓ_ux, ℓ_uu and (DDP) the second derivatives of f; terminal φ_x, φ_xx."""
+def _weighted_hessians(step, x, u, w, x_next, fx, fu):
+    """``(H_xx, H_ux, H_uu)`` of ``w · step(x, u)`` by ``jax.hessian``: a step map's default ``weighted_hessians``."""
+    del x_next, fx, fu
+    (hxx, _), (hux, huu) = jax.hessian(lambda x, u: w @ step(x, u), argnums=(0, 1))(x, u)
+    return hxx, hux, huu
+
+
+def _second_order(problem: DiscreteProblem, method: str):
+    """How DDP gets the step's second derivatives: ``"tensors"`` (the step's ``second_derivatives``, all knots at
+    once before the backward pass), a function ``(x, u, w, x_next, f_x, f_u) -> (H_xx, H_ux, H_uu)`` of ``w · f``
+    called in the backward pass with w = V'_x (the step's ``weighted_hessians``, else ``jax.hessian``), or None
+    (iLQR)."""
+    if method != "ddp":
+        return None
+    if hasattr(problem.step, "second_derivatives"):
+        return "tensors"
+    return getattr(problem.step, "weighted_hessians", functools.partial(_weighted_hessians, problem.step))
+
+
+def _derivatives(problem: DiscreteProblem, xs, us, second):
+    """Per knot: f_x, f_u, ℓ_x, ℓ_u, ℓ_xx, ℓ_ux, ℓ_uu and (``second == "tensors"``) f_xx, f_ux, f_uu; terminal φ_x,
+    φ_xx."""
 
     def knot(x, u):
         fx, fu = jax.jacfwd(problem.step, argnums=(0, 1))(x, u)
         lx, lu = jax.grad(problem.running, argnums=(0, 1))(x, u)
         (lxx, _), (lux, luu) = jax.hessian(problem.running, argnums=(0, 1))(x, u)
         out = (fx, fu, lx, lu, lxx, lux, luu)
-        if second_order:
-            out += getattr(problem.step, "second_derivatives", functools.partial(_hessians, problem.step))(x, u)
+        if second == "tensors":
+            out += problem.step.second_derivatives(x, u)
         return out
 
     per_knot = jax.vmap(knot)(xs[:-1], us)
@@ -311,7 +425,7 @@ def _box_qp(H, g, lower, upper, x0):
     return x, free, L
 
 
-def _backward(derivs, phi_x, phi_xx, gaps, mu, second_order: bool, regularisation: str, box=None):
+def _backward(derivs, phi_x, phi_xx, xs, us, gaps, mu, second, regularisation: str, box=None):
     """Gains (k, K), the model's decrease terms (Σ k·Q_u, Σ k·Q_uu k), the stopping measure Σ‖Q_u‖² (without the
     components held at a bound), whether every regularised Q_uu was positive definite, and the value function's
     gradients and Hessians at every knot (T + 1, for the expected decrease with gaps).
@@ -326,18 +440,17 @@ def _backward(derivs, phi_x, phi_xx, gaps, mu, second_order: bool, regularisatio
 
     def back(carry, d):
         Vx, Vxx = carry
-        fx, fu, lx, lu, lxx, lux, luu, gap = d[:8]
+        fx, fu, lx, lu, lxx, lux, luu, x, u, x_next, gap = d[:11]
         Vxx = Vxx + mu * jnp.eye(fx.shape[0])
         Vx = Vx + Vxx @ gap
         Qx, Qu = lx + fx.T @ Vx, lu + fu.T @ Vx
         Qxx, Qux, Quu = lxx + fx.T @ Vxx @ fx, lux + fu.T @ Vxx @ fx, luu + fu.T @ Vxx @ fu
-        if second_order:
-            fxx, fux, fuu = d[8:11]
-            Qxx, Qux, Quu = (
-                Qxx + jnp.einsum("i,iab->ab", Vx, fxx),
-                Qux + jnp.einsum("i,iab->ab", Vx, fux),
-                Quu + jnp.einsum("i,iab->ab", Vx, fuu),
-            )
+        if second == "tensors":
+            hxx, hux, huu = (jnp.einsum("i,iab->ab", Vx, f) for f in d[11:14])
+        elif second is not None:  # V'_x · f_·· from the step (at f(x̄, ū) = x̄' + gap)
+            hxx, hux, huu = second(x, u, Vx, x_next + gap, fx, fu)
+        if second is not None:
+            Qxx, Qux, Quu = Qxx + hxx, Qux + hux, Quu + huu
         Quu = 0.5 * (Quu + Quu.T)
         if regularisation == "control":
             Quu = Quu + mu * jnp.eye(Quu.shape[0])
@@ -359,7 +472,7 @@ def _backward(derivs, phi_x, phi_xx, gaps, mu, second_order: bool, regularisatio
         Vxx = 0.5 * (Vxx + Vxx.T)
         return (Vx, Vxx), (k, K, k @ Qu, k @ Quu @ k, measure, ok, Vx, Vxx)
 
-    inputs = (*derivs[:7], gaps[1:], *derivs[7:])
+    inputs = (*derivs[:7], xs[:-1], us, xs[1:], gaps[1:], *derivs[7:])
     inputs = inputs if box is None else (*inputs, *box)
     _, (k, K, d1, d2, qu2, ok, Vx, Vxx) = jax.lax.scan(back, (phi_x, phi_xx), inputs, reverse=True)
     Vx, Vxx = jnp.concatenate([Vx, phi_x[None]]), jnp.concatenate([Vxx, phi_xx[None]])
@@ -467,7 +580,7 @@ def solve_ddp(
         if np.any(np.asarray(lower) > np.asarray(upper)):
             raise ValueError("solve_ddp: lower > upper for some controls")
     us = jnp.clip(us, lower, upper)
-    second_order = method == "ddp"
+    second = _second_order(problem, method)
     n_x = problem.x0.shape[0]
     if xs0 is None:
         xs, gaps, feasible = problem.rollout(us), jnp.zeros((problem.horizon + 1, n_x)), jnp.asarray(True)
@@ -496,12 +609,12 @@ def solve_ddp(
     )
 
     def iteration(s: _State) -> _State:
-        derivs, phi_x, phi_xx = _derivatives(problem, s.xs, s.us, second_order)
+        derivs, phi_x, phi_xx = _derivatives(problem, s.xs, s.us, second)
 
         # the backward pass, with μ raised (×10) until every Q_uu + μI is positive definite (the derivatives kept)
         def backward(mu):
             box = (lower - s.us, upper - s.us, s.k) if boxed else None
-            return _backward(derivs, phi_x, phi_xx, s.gaps, mu, second_order, regularisation, box)
+            return _backward(derivs, phi_x, phi_xx, s.xs, s.us, s.gaps, mu, second, regularisation, box)
 
         def not_definite(c):
             mu, out = c

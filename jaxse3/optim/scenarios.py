@@ -11,6 +11,10 @@ with w_u = 1e−4 N⁻² s⁻¹ (effort), w_T = 1e3 m⁻² (1 cm of error costs 
 u_max = 20 N (the peak tension of the default CDM scenario), tensions piecewise linear in ``n_knots`` = 6 knots per
 cable, Newmark-β at the paper's 2 ms (a fixed-step map, smooth in the knots).
 
+:func:`cdm_reach_steps` poses the same problem for DDP: T = t_final / dt steps of implicit Euler (dt = 20 ms by
+default; L-stable, so the stiff rod's unresolved modes are damped instead of blowing up), the tensions held over
+each step, the effort summed over the steps.
+
 **CDM circle tracking** (:func:`cdm_track_circle`): from rest, after a lead-in of ``lead`` seconds the tip follows
 a horizontal circle of radius r about ``centre`` once, starting at ``centre + (r, 0, 0)``:
 
@@ -45,13 +49,14 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid
 from jaxse3.optim.costs import effort, pose_error
-from jaxse3.optim.ddp import DiscreteProblem, symplectic_euler
+from jaxse3.optim.ddp import DiscreteProblem, implicit_euler, symplectic_euler
 from jaxse3.optim.problem import Problem
 from jaxse3.sim import rigid_system
 from jaxse3.sim.scenarios import cdm_system
 
 __all__ = [
     "cdm_reach",
+    "cdm_reach_steps",
     "CDM_REACH_WEIGHTS",
     "cdm_track_circle",
     "CDM_TRACK_WEIGHTS",
@@ -138,6 +143,44 @@ def cdm_reach(
     return _cdm_problem(
         system, t_final, _Effort(w_u), _Arrive(system, target, w_T, w_v), n_knots, "linear", max_tension, dt, 0.02
     )
+
+
+def cdm_reach_steps(
+    target: Float[ArrayLike, "3"] = (0.1, 0.05, -0.45),
+    t_final: float = 2.0,
+    dt: float = 0.02,
+    max_tension: float = 20.0,
+) -> tuple[DiscreteProblem, Float[Array, "T 5"], dict[str, float]]:
+    """The CDM reaching problem (module docstring) as a :class:`DiscreteProblem` for :func:`solve_ddp`: the same
+    costs on T = t_final / dt steps of :func:`implicit_euler` (the rod is stiff: an explicit step would need
+    dt ≲ 1e−4 s), tensions held over each step.
+
+        J = Σ_k dt w_u ½‖u_k‖² + w_T ½‖tip(q_T) − target‖² + w_v ½‖q̇_T‖²,   0 ≤ u ≤ max_tension.
+
+    Returns ``(problem, us0, bounds)``: ``solve_ddp(problem, us0, **bounds)`` solves it from zero tensions;
+    ``target`` may be traced (``jax.vmap`` over targets)."""
+    steps = t_final / dt
+    if not (dt > 0 and abs(steps - round(steps)) < 1e-9 * max(steps, 1.0) and round(steps) >= 1):
+        raise ValueError(f"cdm_reach_steps: t_final = {t_final} must be a positive multiple of dt = {dt}")
+    if not max_tension > 0:
+        raise ValueError(f"cdm_reach_steps: max_tension must be positive, got {max_tension}")
+    target = jnp.asarray(target, dtype=float)
+    if target.shape != (3,):
+        raise ValueError(f"cdm_reach_steps: target must be a point (3,), got shape {target.shape}")
+    system = cdm_system()
+    n = system.n_dof
+    w_u, w_T, w_v = CDM_REACH_WEIGHTS
+
+    def running(x, u):
+        return dt * w_u * effort(u)
+
+    def terminal(x):
+        e = system.tip(x[:n]) - target
+        return w_T * 0.5 * e @ e + w_v * 0.5 * x[n:] @ x[n:]
+
+    horizon = round(steps)
+    problem = DiscreteProblem(implicit_euler(system, dt), running, terminal, jnp.zeros(2 * n), horizon, system.n_inputs)
+    return problem, jnp.zeros((horizon, system.n_inputs)), dict(lower=0.0, upper=float(max_tension))
 
 
 #: (tracking, effort) weights of :func:`cdm_track_circle`

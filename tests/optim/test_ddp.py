@@ -4,7 +4,12 @@ KKT conditions of the box-constrained problem (the gradient of J through a plain
 controls and points outwards at active bounds), as does the box QP of the backward pass on its own; on a nonlinear
 rigid arm (symplectic Euler with IDSVA SO's second derivatives, checked against autodiff of a step through the plain
 forward dynamics) DDP and iLQR reach the same first-order optimal point, DDP superlinearly at the end; one
-compilation serves a vmapped batch of initial states; bad input is named."""
+compilation serves a vmapped batch of initial states; implicit Euler (Newton) and the weighted Hessians that DDP
+uses for steps without full tensors equal autodiff of plain steps, and DDP through implicit Euler converges; bad
+input is named."""
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +17,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import rigid
-from jaxse3.optim import DiscreteProblem, solve_ddp, symplectic_euler
+from jaxse3.optim import DiscreteProblem, implicit_euler, solve_ddp, symplectic_euler
 from jaxse3.optim.ddp import _box_qp
 from jaxse3.rigid._forward_dynamics import forward_dynamics as forward_dynamics_plain
 from jaxse3.sim import rigid_system
@@ -240,3 +245,83 @@ def test_bad_problems_are_named():
         solve_ddp(problem, lower=1.0, upper=0.0)
     with pytest.raises(ValueError, match=r"upper must be a scalar, one bound per control \(1,\) or per knot"):
         solve_ddp(problem, upper=np.ones(4))
+
+
+DT_IMPLICIT = 0.05
+
+
+def _plain_implicit_euler(x, u):
+    """Implicit Euler by 12 Newton updates on the plain forward dynamics (autodiff through all of them)."""
+    q, v = x[:3], x[3:]
+    residual = lambda w: w - v - DT_IMPLICIT * forward_dynamics_plain(ARM, q + DT_IMPLICIT * w, w, u)
+    w = jax.lax.fori_loop(0, 12, lambda _, w: w - jnp.linalg.solve(jax.jacfwd(residual)(w), residual(w)), v)
+    return jnp.concatenate([q + DT_IMPLICIT * w, w])
+
+
+def _plain_symplectic_euler(x, u):
+    v = x[3:] + DT_IMPLICIT * forward_dynamics_plain(ARM, x[:3], x[3:], u)
+    return jnp.concatenate([x[:3] + DT_IMPLICIT * v, v])
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _reference(plain, x, u, w):
+    """A plain step's value, Jacobians and Hessian of w · f by autodiff (compiled once per step)."""
+    fx, fu = jax.jacfwd(plain, argnums=(0, 1))(x, u)
+    (hxx, _), (hux, huu) = jax.hessian(lambda x, u: w @ plain(x, u), argnums=(0, 1))(x, u)
+    return plain(x, u), fx, fu, (hxx, hux, huu)
+
+
+@pytest.mark.parametrize(
+    "scheme, hessians",
+    [("implicit", "IDSVA SO"), ("implicit", "autodiff"), ("symplectic", "autodiff")],
+)
+def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme, hessians):
+    """implicit_euler (Newton, derivatives by the implicit function theorem) and the Hessian of w · f that DDP uses
+    for steps without full tensors (``weighted_hessians``: from IDSVA SO or from autodiff of the forward dynamics)
+    equal autodiff of plain steps (unrolled Newton on the plain forward dynamics), at random states and at rest."""
+    system = rigid_system(ARM)
+    if hessians == "autodiff":
+        system = dataclasses.replace(system, acceleration_hessians=None)
+    step = (implicit_euler if scheme == "implicit" else symplectic_euler)(system, DT_IMPLICIT)
+    plain = _plain_implicit_euler if scheme == "implicit" else _plain_symplectic_euler
+    assert hasattr(step, "weighted_hessians") and not hasattr(step, "second_derivatives")
+    rng = np.random.default_rng(7)
+
+    @jax.jit
+    def ours(x, u, w):
+        x_next = step(x, u)
+        fx, fu = jax.jacfwd(step, argnums=(0, 1))(x, u)
+        return x_next, fx, fu, step.weighted_hessians(x, u, w, x_next, fx, fu)
+
+    for x in (jnp.zeros(6), jnp.asarray(rng.normal(size=6))):
+        u, w = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=6))
+        for a, b in zip(jax.tree.leaves(ours(x, u, w)), jax.tree.leaves(_reference(plain, x, u, w))):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * max(1.0, float(jnp.max(jnp.abs(b)))))
+
+
+def test_ddp_through_implicit_euler_reaches_a_first_order_optimum():
+    """Full DDP with the weighted Hessians of implicit_euler, and iLQR, converge on the arm to points where the
+    gradient of J through a plain rollout vanishes, at the same cost."""
+    step = implicit_euler(rigid_system(ARM), DT_IMPLICIT)
+    problem = DiscreteProblem(step, _arm_running, _arm_terminal, jnp.zeros(6), 12, 3)
+    hold = rigid.rnea(ARM, jnp.zeros(3), jnp.zeros(3), jnp.zeros(3))
+    us0 = jnp.broadcast_to(hold, (12, 3))
+    plain = lambda us: problem.cost(problem.rollout(us), us)
+    costs = []
+    for method in ("ddp", "ilqr"):
+        sol = jax.jit(lambda us, m=method: solve_ddp(problem, us, method=m, max_iters=100, th_stop=1e-12))(us0)
+        assert bool(sol.converged), (method, sol.message)
+        assert float(jnp.max(jnp.abs(jax.grad(plain)(sol.us)))) < 1e-3, method
+        costs.append(float(sol.cost))
+    np.testing.assert_allclose(costs[0], costs[1], rtol=1e-5)
+
+
+def test_implicit_euler_rejects_bad_settings_and_a_failed_newton_step_is_nan():
+    system = rigid_system(ARM)
+    with pytest.raises(ValueError, match="max_iters must be a positive int"):
+        implicit_euler(system, 0.01, max_iters=0)
+    with pytest.raises(ValueError, match="tol must be positive"):
+        implicit_euler(system, 0.01, tol=0.0)
+    # one Newton update cannot meet a tolerance of 1e-300 from a moving state: the step says so by NaN
+    step = implicit_euler(system, DT_IMPLICIT, tol=1e-300, max_iters=1)
+    assert bool(jnp.all(jnp.isnan(step(jnp.ones(6), jnp.ones(3)))))

@@ -1,6 +1,7 @@
 """The CDM circle-tracking problem: its reference circle, its running cost (tracking only after the lead-in, effort
 always) against the formula at the rod's rest shape, equal problems with equal costs (shared compiled programs), and
-bad arguments named. Cheap: no simulation (the example ``examples/cdm_track_circle.py`` optimises it)."""
+bad arguments named. Cheap: no simulation (the example ``examples/cdm_track_circle.py`` optimises it). The DDP
+form of CDM reaching: its costs and a short rollout."""
 
 import jax
 import jax.numpy as jnp
@@ -49,3 +50,24 @@ def test_bad_arguments():
         scenarios.cdm_track_circle(lead=2.0)
     with pytest.raises(ValueError, match=r"centre must be a point \(3,\)"):
         scenarios.cdm_track_circle(centre=(0.0, 0.0))
+
+
+def test_cdm_reach_steps():
+    """The DDP form of CDM reaching: horizon and bounds, the costs against their formulas, a rollout under tension
+    that bends the rod (the implicit step converges on the stiff rod at 20 ms), bad arguments named."""
+    problem, us0, bounds = scenarios.cdm_reach_steps(target=(0.1, 0.05, -0.45), t_final=0.1, dt=0.02)
+    assert problem.horizon == 5 and us0.shape == (5, 5) and bounds == dict(lower=0.0, upper=20.0)
+    n = problem.x0.shape[0] // 2
+    w_u, w_T, w_v = scenarios.CDM_REACH_WEIGHTS
+    u = jnp.arange(1.0, 6.0)
+    np.testing.assert_allclose(problem.running(problem.x0, u), 0.02 * w_u * 0.5 * 55.0, rtol=1e-14)
+    x = problem.x0.at[n:].set(0.1)
+    e = np.array([0.0, 0.0, -0.5]) - np.array([0.1, 0.05, -0.45])
+    np.testing.assert_allclose(problem.terminal(x), w_T * 0.5 * e @ e + w_v * 0.5 * 0.01 * n, rtol=1e-12)
+    xs = jax.jit(lambda us: problem.rollout(us))(jnp.full((5, 5), 5.0).at[:, 1:].set(0.0))
+    assert bool(jnp.all(jnp.isfinite(xs)))
+    assert float(jnp.linalg.norm(PROBLEM.system.tip(xs[-1, :n]) - jnp.array([0.0, 0.0, -0.5]))) > 1e-3
+    with pytest.raises(ValueError, match="must be a positive multiple of dt"):
+        scenarios.cdm_reach_steps(t_final=0.1, dt=0.03)
+    with pytest.raises(ValueError, match=r"target must be a point \(3,\)"):
+        scenarios.cdm_reach_steps(target=(0.0, 0.0))
