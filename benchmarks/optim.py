@@ -22,9 +22,13 @@ differences.
    DDP, on the default JAX device (a GPU where there is one), in problems per second against Crocoddyl FDDP's one
    problem at a time (measured in the same run when crocoddyl is importable, else its recorded time).
 
+4. ``cdm``: CDM reaching by DDP against iLQR (:func:`jaxse3.optim.scenarios.cdm_reach_steps`): iterations, final
+   cost, the iteration at which each comes within 1 % of the lower final cost, time per solve (one solve: tens of
+   seconds), compile time.
+
 ``--urdf PATH`` loads the Talos arm from ``talos_left_arm.urdf`` where example-robot-data is not installed.
 
-    python benchmarks/optim.py [--sections gradients arm batch] [--t-final 1] [--knots 4]
+    python benchmarks/optim.py [--sections gradients arm batch cdm] [--t-final 1] [--knots 4]
         [--solvers newmark kvaerno5] [--repeats 3] [--batch 64 1024] [--urdf PATH] [--markdown out.md]
 """
 
@@ -267,7 +271,45 @@ def batch(args) -> list[str]:
     return rows
 
 
-SECTIONS = {"gradients": gradients, "arm": arm, "batch": batch}
+_STOPPED = {0: "converged", 1: "max_iters", 2: "μ > μ_max"}
+
+
+def cdm(args) -> list[str]:
+    """CDM reaching (:func:`jaxse3.optim.scenarios.cdm_reach_steps`: T = 100 implicit Euler steps of 20 ms, tensions
+    in [0, 20] N, from zero tensions) by full DDP (the Hessian of V'_x · f through the rod's rules in the backward
+    pass) against Gauss–Newton iLQR: iterations, final cost, the iteration at which each first comes within 1 % of
+    the lower final cost, wall time of one solve (compile apart)."""
+    problem, us0, bounds = scenarios.cdm_reach_steps()
+    sols = {}
+    for method in ("ddp", "ilqr"):
+        t0 = time.perf_counter()
+        solve = jax.jit(lambda us, m=method: solve_ddp(problem, us, method=m, max_iters=200, **bounds))
+        compiled = solve.lower(us0).compile()
+        compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sol = jax.block_until_ready(compiled(us0))
+        sols[method] = (sol, compile_s, time.perf_counter() - t0)
+    best = min(float(s.cost) for s, _, _ in sols.values())
+    rows = [
+        "CDM reaching (cdm_reach_steps: T = 100 × 20 ms implicit Euler, 0 ≤ u ≤ 20 N, from u = 0), "
+        "stop at Σ‖Q_u‖² < 1e−9",
+        "",
+        "| solver | iterations | final cost | within 1 % of the lower final cost at | stopped | time per solve | "
+        "per iteration | compile |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for method, (sol, compile_s, run_s) in sols.items():
+        iters = int(sol.iterations)
+        rows.append(
+            f"| jaxse3 {'DDP' if method == 'ddp' else 'iLQR'} | {iters} | {float(sol.cost):.6f} | "
+            f"{_first_below(sol.cost_history, 1.01 * best)} | {_STOPPED[int(sol.status)]} | {fmt_time(run_s)} | "
+            f"{fmt_time(run_s / max(iters, 1))} | {compile_s:.1f} s |"
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+SECTIONS = {"gradients": gradients, "arm": arm, "batch": batch, "cdm": cdm}
 
 
 def main(argv=None):
