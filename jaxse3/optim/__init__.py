@@ -4,9 +4,9 @@
   (:class:`~jaxse3.optim.controls.Controls`: piecewise constant, piecewise linear, cubic B-spline knots), a running
   and a terminal cost written as plain JAX functions (helpers in :mod:`jaxse3.optim.costs`: SE(3)-log pose error, tip
   position, effort, state regularisation) and bounds on the controls.
-* :func:`solve_shooting`: single shooting with optax (projected L-BFGS with a backtracking search, Adam or any
-  optax transformation with projected steps), gradients through :func:`jaxse3.sim.simulate` with the models'
-  analytical rules.
+* :func:`solve_shooting`: single shooting, or multiple shooting (``segments``), with optax (projected L-BFGS with a
+  backtracking search, Adam or any optax transformation with projected steps), gradients through
+  :func:`jaxse3.sim.simulate` with the models' analytical rules.
 * :func:`solve_ddp` on a :class:`DiscreteProblem` (a step map: :func:`symplectic_euler` of a system, or
   :func:`implicit_euler` for stiff ones such as rods):
   full second-order DDP with the exact second derivatives of the dynamics, or Gauss–Newton iLQR; one jit-able,

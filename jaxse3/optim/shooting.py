@@ -1,5 +1,7 @@
-"""Single shooting with optax: the control knots of a :class:`~jaxse3.optim.Problem` optimised by gradients of the
-simulation (:func:`jaxse3.sim.simulate`, reverse mode through its adjoint, the models' analytical rules inside).
+"""Shooting with optax: the control knots of a :class:`~jaxse3.optim.Problem` optimised by gradients of the
+simulation (:func:`jaxse3.sim.simulate`, reverse mode through its adjoint, the models' analytical rules inside);
+single shooting, or multiple shooting (``segments``: :class:`~jaxse3.optim.segments.MultipleShooting`, the
+segments' start states as variables and their defects as equality constraints).
 
 * ``optimiser="lbfgs"`` (default): projected L-BFGS. The direction is optax's L-BFGS two-loop recursion
   (``optax.scale_by_lbfgs``; Nocedal & Wright, *Numerical Optimization*, Alg. 7.4) with the knots held at an active
@@ -36,6 +38,7 @@ import optax
 from jaxtyping import ArrayLike, Float
 
 from jaxse3.optim.problem import Problem
+from jaxse3.optim.segments import MultipleShooting
 from jaxse3.optim.solution import Solution
 
 __all__ = ["solve_shooting", "OPTIMISERS"]
@@ -113,9 +116,11 @@ def solve_shooting(
     gtol: float = 1e-6,
     ctol: float = 1e-6,
     penalty: float = 10.0,
+    segments: int = 1,
     progress: bool = False,
 ) -> Solution:
-    """Minimise ``problem``'s cost over its control knots by single shooting (module docstring).
+    """Minimise ``problem``'s cost over its control knots by single shooting, or by multiple shooting with
+    ``segments`` > 1 (module docstring).
 
     Args:
         problem: the :class:`Problem`.
@@ -127,11 +132,17 @@ def solve_shooting(
         gtol: the stopping test on the projected gradient's ∞-norm (of the augmented Lagrangian with constraints).
         ctol: with constraints, the largest violation ``max(|h|, g⁺)`` accepted as feasible.
         penalty: with constraints, the initial ρ of the augmented Lagrangian.
+        segments: 1 (single shooting) or the number S of equal segments of multiple shooting
+            (:class:`~jaxse3.optim.segments.MultipleShooting`): the start states of segments 2 … S become decision
+            variables (initialised on the single-shooting motion of ``initial``), and the defects between segments
+            equality constraints of the augmented Lagrangian, converged when at most ``ctol`` (in the units of q and
+            q̇). ``problem.n_save − 1`` must divide into S segments.
         progress: show a progress bar with the cost and the projected gradient.
 
     Returns:
         a :class:`Solution`: the best knots, their motion, the cost and gradient histories (and with constraints the
-        violation history, ``info["multipliers"]``), ``converged`` and why it stopped.
+        violation history, ``info["multipliers"]``; with segments ``info["segment_states"]`` and the largest
+        ``info["defect"]``), ``converged`` and why it stopped.
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"solve_shooting: problem must be a jaxse3.optim.Problem, got {type(problem).__name__}")
@@ -150,17 +161,23 @@ def solve_shooting(
             raise ValueError(f"solve_shooting: {name} must be >= 0 and finite, got {value}")
     if not (penalty > 0 and math.isfinite(penalty)):
         raise ValueError(f"solve_shooting: penalty must be positive and finite, got {penalty}")
+    if not (isinstance(segments, int) and segments >= 1):
+        raise ValueError(f"solve_shooting: segments must be a positive int, got {segments!r}")
     c0 = jnp.zeros(problem.control_shape) if initial is None else jnp.asarray(initial, dtype=float)
     if c0.shape != problem.control_shape:
         raise ValueError(f"solve_shooting: initial must have shape {problem.control_shape}, got {c0.shape}")
     if not np.all(np.isfinite(np.asarray(c0))):
         raise ValueError("solve_shooting: initial has non-finite entries")
-    run = _Run(problem, opt, optimiser == "lbfgs", _progress_bar(progress, max_iters))
     c = problem.project(c0)
-    shapes = jax.eval_shape(lambda: problem.constraints_of(problem.rollout(c)))
+    target = problem
+    if segments != 1:
+        target = MultipleShooting(problem, segments)
+        c = target.initial(c)
+    run = _Run(target, opt, optimiser == "lbfgs", _progress_bar(progress, max_iters))
+    shapes = jax.eval_shape(lambda: target.constraints_of(target.rollout(c)))
     lam, mu, rho = jnp.zeros(shapes[0].shape), jnp.zeros(shapes[1].shape), jnp.asarray(float(penalty))
     try:
-        if not problem.constrained:
+        if not target.constrained:
             run.minimise(c, (lam, mu, rho), max_iters, gtol)
         else:
             previous = math.inf
@@ -199,23 +216,30 @@ def solve_shooting(
             run.bar.close()
     if run.best is None:
         raise FloatingPointError(f"solve_shooting: {run.message or 'no evaluation completed'} at the initial guess")
-    traj = run.traj
+    traj, values = run.traj, run.best
+    info = {}
+    if segments != 1:
+        info = {"segments": segments, "defect": float(jnp.max(jnp.abs(target.defects(traj))))}
+        values, starts = target.split(values)
+        info["segment_states"] = np.asarray(starts).tolist()
+        traj = target.stitch(traj)
     q, qd = np.asarray(traj.q), np.asarray(traj.qd)
-    info = {
-        "method": "single shooting",
+    info |= {
+        "method": "single shooting" if segments == 1 else "multiple shooting",
         "optimiser": optimiser if isinstance(optimiser, str) else "optax",
         "first_gradient_s": run.first_s,  # compilation included, on the first solve of a problem structure
         "wall_s": time.perf_counter() - run.start,
     }
-    if problem.constrained:
+    if target.constrained:
+        h_problem = problem.terminal_constraint(traj.q[-1], traj.qd[-1]).shape[0]
         info |= {
             "violation_history": list(map(float, run.violations)),
-            "multipliers": {"terminal": np.asarray(lam).tolist(), "path": np.asarray(mu).tolist()},
+            "multipliers": {"terminal": np.asarray(lam[:h_problem]).tolist(), "path": np.asarray(mu).tolist()},
             "penalty": float(rho),
             "rounds": run.rounds + 1,
         }
     return Solution(
-        values=np.asarray(run.best),
+        values=np.asarray(values),
         t=np.asarray(traj.t),
         u=np.asarray(traj.u)[:-1],
         x=np.concatenate([q, qd], axis=1),
