@@ -26,10 +26,13 @@ differences.
    cost, the iteration at which each comes within 1 % of the lower final cost, time per solve (one solve: tens of
    seconds), compile time.
 
+5. ``cdm_batch``: CDM reaching for ``--cdm-batch`` (default 64) targets by one ``jax.vmap`` of iLQR, on the default
+   JAX device.
+
 ``--urdf PATH`` loads the Talos arm from ``talos_left_arm.urdf`` where example-robot-data is not installed.
 
-    python benchmarks/optim.py [--sections gradients arm batch cdm] [--t-final 1] [--knots 4]
-        [--solvers newmark kvaerno5] [--repeats 3] [--batch 64 1024] [--urdf PATH] [--markdown out.md]
+    python benchmarks/optim.py [--sections gradients arm batch cdm cdm_batch] [--t-final 1] [--knots 4]
+        [--solvers newmark kvaerno5] [--repeats 3] [--batch 64 1024] [--cdm-batch 64] [--urdf PATH] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -309,7 +312,44 @@ def cdm(args) -> list[str]:
     return rows
 
 
-SECTIONS = {"gradients": gradients, "arm": arm, "batch": batch, "cdm": cdm}
+def cdm_batch(args) -> list[str]:
+    """CDM reaching for B = ``--cdm-batch`` targets around the default one, by one ``jax.vmap`` of iLQR on the default
+    JAX device: time, targets per second, convergence, iterations."""
+    device = jax.devices()[0]
+    rows = [
+        f"CDM reaching, B targets (0.1, 0.05, −0.45) ± 0.05 m (uniform), one `jax.vmap` of iLQR on {device.platform} "
+        f"({device.device_kind})",
+        "",
+        "| B | time | targets/s | converged | iterations (max) | compile |",
+        "|---|---|---|---|---|---|",
+    ]
+    print("\n".join(rows), flush=True)
+    for size in args.cdm_batch:
+        rng = np.random.default_rng(0)
+        targets = jnp.asarray(np.array([0.1, 0.05, -0.45]) + rng.uniform(-0.05, 0.05, size=(size, 3)))
+
+        def solve(targets):
+            def one(p):
+                problem, us0, bounds = scenarios.cdm_reach_steps(p)
+                return solve_ddp(problem, us0, method="ilqr", max_iters=100, **bounds)
+
+            return jax.vmap(one)(targets)
+
+        t0 = time.perf_counter()
+        compiled = jax.jit(solve).lower(targets).compile()
+        compile_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sol = jax.block_until_ready(compiled(targets))
+        run_s = time.perf_counter() - t0
+        rows.append(
+            f"| {size} | {fmt_time(run_s)} | {size / run_s:.2f} | {int(np.sum(np.asarray(sol.converged)))}/{size} | "
+            f"{int(np.max(np.asarray(sol.iterations)))} | {compile_s:.1f} s |"
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+SECTIONS = {"gradients": gradients, "arm": arm, "batch": batch, "cdm": cdm, "cdm_batch": cdm_batch}
 
 
 def main(argv=None):
@@ -322,6 +362,7 @@ def main(argv=None):
     p.add_argument("--markdown", default=None)
     p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
     p.add_argument("--batch", type=int, nargs="+", default=[64], help="batch sizes of the batch section")
+    p.add_argument("--cdm-batch", type=int, nargs="+", default=[64], help="batch sizes of the cdm_batch section")
     p.add_argument("--urdf", default=None, help="talos_left_arm.urdf, where example-robot-data is not installed")
     args = p.parse_args(argv)
     table = "\n\n".join("\n".join(SECTIONS[name](args)) for name in args.sections)
