@@ -278,7 +278,8 @@ def _reference(plain, x, u, w):
 def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme, hessians):
     """implicit_euler (Newton, derivatives by the implicit function theorem) and the Hessian of w · f that DDP uses
     for steps without full tensors (``weighted_hessians``: from IDSVA SO or from autodiff of the forward dynamics)
-    equal autodiff of plain steps (unrolled Newton on the plain forward dynamics), at random states and at rest."""
+    equal autodiff of plain steps (unrolled Newton on the plain forward dynamics) and central differences, at random
+    states and at rest."""
     system = rigid_system(ARM)
     if hessians == "autodiff":
         system = dataclasses.replace(system, acceleration_hessians=None)
@@ -295,8 +296,18 @@ def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme
 
     for x in (jnp.zeros(6), jnp.asarray(rng.normal(size=6))):
         u, w = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=6))
-        for a, b in zip(jax.tree.leaves(ours(x, u, w)), jax.tree.leaves(_reference(plain, x, u, w))):
+        got = ours(x, u, w)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(_reference(plain, x, u, w))):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * max(1.0, float(jnp.max(jnp.abs(b)))))
+        # central differences: of the step for its Jacobians, of the gradient w·f_x for H_xx and H_ux
+        h, jstep = 1e-6, jax.jit(step)
+        fd_fx = np.stack([(jstep(x + h * e, u) - jstep(x - h * e, u)) / (2 * h) for e in jnp.eye(6)], axis=1)
+        np.testing.assert_allclose(got[1], fd_fx, atol=1e-7 * max(1.0, float(np.abs(fd_fx).max())))
+        grad_x = lambda x, u: w @ ours(x, u, w)[1]
+        fd_hxx = np.stack([(grad_x(x + h * e, u) - grad_x(x - h * e, u)) / (2 * h) for e in jnp.eye(6)])
+        fd_hux = np.stack([(grad_x(x, u + h * e) - grad_x(x, u - h * e)) / (2 * h) for e in jnp.eye(3)])
+        for exact, fd in ((got[3][0], fd_hxx), (got[3][1], fd_hux)):
+            np.testing.assert_allclose(exact, fd, atol=1e-6 * max(1.0, float(np.abs(fd).max())))
 
 
 def test_ddp_through_implicit_euler_reaches_a_first_order_optimum():
