@@ -66,7 +66,7 @@ def test_cdm_reach_steps():
     np.testing.assert_allclose(problem.terminal(x), w_T * 0.5 * e @ e + w_v * 0.5 * 0.01 * n, rtol=1e-12)
     xs = jax.jit(lambda us: problem.rollout(us))(jnp.full((5, 5), 5.0).at[:, 1:].set(0.0))
     assert bool(jnp.all(jnp.isfinite(xs)))
-    assert float(jnp.linalg.norm(PROBLEM.system.tip(xs[-1, :n]) - jnp.array([0.0, 0.0, -0.5]))) > 1e-3
+    assert float(jnp.linalg.norm(problem.step.system.tip(xs[-1, :n]) - jnp.array([0.0, 0.0, -0.5]))) > 1e-3
     with pytest.raises(ValueError, match="must be a positive multiple of dt"):
         scenarios.cdm_reach_steps(t_final=0.1, dt=0.03)
     with pytest.raises(ValueError, match=r"target must be a point \(3,\)"):
