@@ -198,6 +198,7 @@ LAYERS = (
     ("so3", "se3", "approx"),  # aliases of the lie modules
     ("integrate",),
     ("rigid", "rod"),
+    ("linkage",),
     ("sim",),
     ("optim",),
     ("viz",),

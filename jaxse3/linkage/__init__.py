@@ -1,0 +1,36 @@
+"""Linkages: trees of rigid and soft links with fixed or floating bases (seed 003 §5; hybrid soft–rigid robots).
+
+One model for rods and rigid bodies: a :class:`Linkage` is a tree of :class:`Link` s, each a joint (fixed, the rigid
+joints of :mod:`jaxse3.rigid.joints`, or soft: a GVS rod's strains) followed by its body (a rigid spatial inertia, or
+a :class:`jaxse3.rod.Rod`). A rigid robot (:meth:`Linkage.from_rigid`, e.g. from URDF), one rod
+(:meth:`Linkage.from_rod`) and hybrid robots (rods attached to named frames with :meth:`Linkage.attach`) share one
+vocabulary and one set of functions ``(linkage, q, q̇, …)``.
+
+Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules): ``_model`` (:class:`Link`,
+:class:`Linkage`), ``_dynamics`` (the forward pass over the links' computational points, inverse dynamics, mass
+matrix, generalised forces, forward dynamics).
+"""
+
+from ._dynamics import (
+    PointStates as PointStates,
+    forward_dynamics as forward_dynamics,
+    forward_kinematics as forward_kinematics,
+    generalized_forces as generalized_forces,
+    inverse_dynamics as inverse_dynamics,
+    mass_matrix as mass_matrix,
+    point_states as point_states,
+)
+from ._model import JOINTS as JOINTS, Link as Link, Linkage as Linkage
+
+__all__ = [
+    "JOINTS",
+    "Link",
+    "Linkage",
+    "PointStates",
+    "point_states",
+    "forward_kinematics",
+    "inverse_dynamics",
+    "mass_matrix",
+    "generalized_forces",
+    "forward_dynamics",
+]

@@ -1,0 +1,201 @@
+"""Kinematics and dynamics of a linkage: one forward pass over its links, sums over its computational points.
+
+The forward pass (:func:`point_states`) runs link by link, parents first, and gives every computational point k its
+pose g_k, body twist η_k, body acceleration η̇_k and body Jacobian J_k (6 × nv: η_k = J_k q̇). From a parent's end
+frame through a link's placement P (a fixed transform, rule 3 of seed 003 §5) every twist moves by Ad⁻¹_P; then
+
+* a rigid joint with joint transform X(q_j) and constant motion subspace S̄ (child frame; :mod:`jaxse3.rigid.joints`)
+  gives η_c = Ad⁻¹_X η + S̄ q̇_j, η̇_c = Ad⁻¹_X η̇ + S̄ q̈_j + ad_{η_c} S̄ q̇_j, J_c = Ad⁻¹_X J + [0 S̄ 0] (rule 5,
+  eq. (39));
+* a rod runs its joints α (:func:`jaxse3.rod.kinematics.joints`: the Magnus step exp(Ω̂_α), S_α, S_α q̇ and
+  S_α q̈ + Ṡ_α q̇): η_{α+1} = Ad⁻¹(η_α + S_α q̇), η̇_{α+1} = Ad⁻¹(η̇_α + S_α q̈ + Ṡ_α q̇ + ad_{η_α} S_α q̇) and
+  J_{α+1} = Ad⁻¹(J_α + [0 S_α 0]) (D14, D15, eq. (2b)), starting from the joint frame's motion (a moving base).
+
+Each point carries its screw inertia 𝓜_k (a rigid body's spatial inertia, or the rod's weighted 𝓜_k = w_k 𝓜̄(X_k))
+and its wrench 𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k (16), with 𝓖 = (0, a_g). Inverse dynamics and the
+mass matrix are the sums over the points
+
+    ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈,        M(q) = Σ_k J_kᵀ 𝓜_k J_k + diag(armature)   (14, 32, 34)
+
+— the composite-wrench sums of the recursive backward pass, Σ_α S_αᵀ 𝓕^C_α (rules 4 and 6: over all children and
+branches), written in Jacobian form. For a rigid tree they equal :func:`jaxse3.rigid.rnea` and
+:func:`jaxse3.rigid.crba`, for one rod :func:`jaxse3.rod.inverse_dynamics` and :func:`jaxse3.rod.mass_matrix` (the
+tests check both). The generalised forces are the rods' internal forces B(q)u − Kq − Dq̇ (eq. (35)) and the actuated
+joints' efforts; the forward dynamics solves M q̈ = τ − ID(q, q̇, 0).
+
+These are plain functions: JAX differentiates them through the analytical rules of the SE(3) core.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from jaxse3 import rigid, se3
+from jaxse3.linkage._model import Link, Linkage
+from jaxse3.rod import forces as rod_forces, kinematics as rod_kinematics
+
+__all__ = [
+    "PointStates",
+    "point_states",
+    "forward_kinematics",
+    "inverse_dynamics",
+    "mass_matrix",
+    "generalized_forces",
+    "forward_dynamics",
+    "check_state",
+]
+
+
+class PointStates(NamedTuple):
+    """The motion of every computational point (leading axis n_points, links in order, each link's points in order)."""
+
+    g: Float[Array, "n_points 4 4"]  # world pose g_k
+    eta: Float[Array, "n_points 6"]  # body twist η_k
+    etad: Float[Array, "n_points 6"]  # body acceleration η̇_k
+    J: Float[Array, "n_points 6 nv"]  # body Jacobian J_k
+    M: Float[Array, "n_points 6 6"]  # screw inertia 𝓜_k
+
+
+def check_state(fname: str, linkage: Linkage, **arrays: ArrayLike | None) -> dict[str, Array]:
+    """Trace-time shape checks of ``q`` (nq,), ``qd``, ``qdd`` (nv,), ``u`` (n_inputs,); returns float arrays."""
+    sizes = {"q": ("nq", linkage.nq), "qd": ("nv", linkage.nv), "qdd": ("nv", linkage.nv)}
+    sizes["u"] = ("n_inputs", linkage.n_inputs)
+    out = {}
+    for name, x in arrays.items():
+        if x is None:
+            out[name] = None
+            continue
+        x = jnp.asarray(x)
+        size_name, size = sizes[name]
+        if x.shape != (size,):
+            raise ValueError(
+                f"{fname}: {name} must have shape ({size_name},) = ({size},) for this linkage, got {x.shape} (vmap "
+                f"over batches of states)"
+            )
+        out[name] = x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(linkage.gravity.dtype)
+    return out
+
+
+def _embed(J: Array, S: Array, start: int) -> Array:
+    """J + [0 S 0]: the columns of a link's coordinates added at ``start``."""
+    return J.at[:, start : start + S.shape[1]].add(S)
+
+
+def _rigid_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
+    """The link frame's (g, η, η̇, J) from the joint frame's, through the rigid joint (module docstring)."""
+    if link.joint == "fixed":
+        return g, eta, etad, J
+    R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], qi[None])
+    X = se3.from_rotation_translation(R[0], p[0])
+    Ai = se3.Ad_inv(X)
+    S = rigid.joints.motion_subspace(link.joint, link.axis).T  # (6, nv_j), child frame
+    vel = S @ vi
+    eta_c = Ai @ eta + vel
+    return g @ X, eta_c, Ai @ etad + S @ ai + se3.ad(eta_c) @ vel, _embed(Ai @ J, S, start)
+
+
+def _soft_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
+    """(g, η, η̇, J) at every point of the rod, its base moving as the joint frame (module docstring)."""
+    jt = rod_kinematics.joints(link.body, qi, vi, ai)
+
+    def point(carry, j):
+        g, eta, etad, J = carry
+        eta_p = eta + j[3]  # η_α⁺ = η_α + S_α q̇
+        etad_p = etad + j[4] + se3.ad(eta) @ j[3]  # η̇_α⁺
+        nxt = (g @ j[0], j[1] @ eta_p, j[1] @ etad_p, j[1] @ _embed(J, j[2], start))
+        return nxt, nxt
+
+    _, pts = jax.lax.scan(point, (g, eta, etad, J), (jt.step, jt.Ad_inv, jt.S, jt.S_qd, jt.S_acc))
+    return tuple(jnp.concatenate([a[None], b]) for a, b in zip((g, eta, etad, J), pts))
+
+
+def point_states(
+    linkage: Linkage,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"] | None = None,
+    qdd: Float[Array, " nv"] | None = None,
+) -> PointStates:
+    """The forward pass (module docstring): pose, body twist, body acceleration, body Jacobian and screw inertia of
+    every computational point; ``qd``, ``qdd`` default to zero."""
+    args = check_state("point_states", linkage, q=q, qd=qd, qdd=qdd)
+    q = args["q"]
+    dtype = jnp.result_type(q, linkage.gravity.dtype)
+    zero = jnp.zeros(linkage.nv, dtype)
+    qd, qdd = (zero if args[k] is None else args[k] for k in ("qd", "qdd"))
+    ends, out = [], []
+    world = (jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), jnp.zeros((6, linkage.nv), dtype))
+    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+        g, eta, etad, J = world if parent < 0 else ends[parent]
+        P = link.placement.astype(dtype)
+        Pi = se3.Ad_inv(P)
+        joint_frame = (g @ P, Pi @ eta, Pi @ etad, Pi @ J)
+        qs, vs = linkage.q_slice(i), linkage.v_slice(i)
+        if link.joint == "soft":
+            pts = _soft_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
+            M = jax.vmap(jnp.diag)(link.body.inertia.astype(dtype))
+            ends.append(tuple(a[-1] for a in pts))
+        else:
+            end = _rigid_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
+            pts, M = tuple(a[None] for a in end), link.body.astype(dtype)[None]
+            ends.append(end)
+        out.append((*pts, M))
+    return PointStates(*(jnp.concatenate(parts) for parts in zip(*out)))
+
+
+def forward_kinematics(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array, "n_points 4 4"]:
+    """World poses of all computational points (:meth:`Linkage.points_of` selects a link's; its last is its end)."""
+    return point_states(linkage, q).g
+
+
+def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 6"]:
+    """𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k (16), ad*_η = −ad_ηᵀ."""
+    grav = jnp.concatenate([jnp.zeros(3, s.eta.dtype), linkage.gravity.astype(s.eta.dtype)])
+    acc = s.etad - jnp.einsum("kij,j->ki", se3.Ad_inv(s.g), grav)
+    momentum = jnp.einsum("kij,kj->ki", s.M, s.eta)
+    return jnp.einsum("kij,kj->ki", s.M, acc) - jnp.einsum("kji,kj->ki", se3.ad(s.eta), momentum)
+
+
+def inverse_dynamics(
+    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+) -> Float[Array, " nv"]:
+    """ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈ (seed 003 eqs. (14), (16); module docstring): inertia,
+    Coriolis/centrifugal terms and gravity, without the generalised forces of :func:`generalized_forces`."""
+    check_state("inverse_dynamics", linkage, q=q, qd=qd, qdd=qdd)
+    s = point_states(linkage, q, qd, qdd)
+    return jnp.einsum("kin,ki->n", s.J, _point_wrenches(linkage, s)) + linkage.armature * qdd
+
+
+def mass_matrix(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
+    """M(q) = Σ_k J_kᵀ 𝓜_k J_k + diag(armature) (seed 003 eqs. (32), (34))."""
+    s = point_states(linkage, q)
+    return jnp.einsum("kin,kij,kjm->nm", s.J, s.M, s.J) + jnp.diag(linkage.armature.astype(s.J.dtype))
+
+
+def generalized_forces(
+    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], u: Float[Array, " n_inputs"]
+) -> Float[Array, " nv"]:
+    """τ(q, q̇, u): each rod's internal forces B(q)u − Kq − Dq̇ (seed 003 eq. (35), its tendons' tensions from u) on
+    its coordinates, each actuated joint's efforts from u on its degrees of freedom; zero elsewhere."""
+    args = check_state("generalized_forces", linkage, q=q, qd=qd, u=u)
+    q, qd, u = args["q"], args["qd"], args["u"]
+    tau = jnp.zeros(linkage.nv, jnp.result_type(q, qd, u))
+    for i, link in enumerate(linkage.links):
+        vs, us = linkage.v_slice(i), linkage.u_slice(i)
+        if link.joint == "soft":
+            tau = tau.at[vs].set(rod_forces.internal_forces(link.body, q[linkage.q_slice(i)], qd[vs], u[us]))
+        elif link.actuated:
+            tau = tau.at[vs].set(u[us])
+    return tau
+
+
+def forward_dynamics(
+    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], u: Float[Array, " n_inputs"]
+) -> Float[Array, " nv"]:
+    """q̈ = M(q)⁻¹(τ(q, q̇, u) − ID(q, q̇, 0)) (seed 003 eq. (4))."""
+    tau = generalized_forces(linkage, q, qd, u)
+    bias = inverse_dynamics(linkage, q, qd, jnp.zeros_like(tau))
+    return jnp.linalg.solve(mass_matrix(linkage, q), tau - bias)

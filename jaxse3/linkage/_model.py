@@ -1,0 +1,281 @@
+"""The linkage model: a tree of links, each a joint followed by a body, rigid or soft (seed 003 §5, rules 1–4).
+
+A :class:`Link` is a joint and the body it moves:
+
+* a **rigid** link: a joint of :mod:`jaxse3.rigid.joints` (revolute, prismatic, helical, spherical, free) or
+  ``"fixed"``, and a rigid body, its spatial inertia (6, 6) about the link frame (the joint's child frame), angular
+  first, ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]`` (:func:`jaxse3.rigid.spatial_inertia`); one computational point,
+  the link frame (rule 2: the body's inertial and gravity wrench act there);
+* a **soft** link (joint ``"soft"``): a GVS rod (:class:`jaxse3.rod.Rod`) whose base is the joint frame and whose
+  generalised coordinates are its strain coordinates; its computational points are the rod's (rule 1: the joint's X=1
+  frame is the rod's base, X=0).
+
+Each link hangs from its parent's **end frame** — a rigid link's frame, a soft link's tip — through a fixed
+``placement`` (4, 4), the pose of its joint frame in that end frame (rule 3), or from the world (``parent=None``):
+a linkage rooted on a free joint is a floating-base robot, one rooted on fixed or actuated joints has a fixed base.
+Links are numbered topologically (a parent before its children) and any number of children may share a parent
+(rule 4: branches).
+
+Coordinates follow :mod:`jaxse3.rigid`: q and q̇ are the links' slices in link order; spherical joints store a unit
+quaternion (w, x, y, z), free joints the position then the quaternion, their velocities are body twists of the child
+frame; a soft link's slice is its rod's q. Inputs u are the actuated rigid joints' efforts (one per degree of freedom;
+by default every revolute, prismatic and helical joint is actuated) and the rods' tendon tensions, in link order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from jaxse3 import rigid
+from jaxse3.rod import Rod
+
+__all__ = ["Link", "Linkage", "JOINTS"]
+
+#: the joint types of a link: fixed, the rigid joints of :mod:`jaxse3.rigid.joints`, and soft (a rod's strains)
+JOINTS = ("fixed", *rigid.joints.JOINT_TYPES, "soft")
+_ONE_DOF = ("revolute", "prismatic", "helical")
+
+
+def _concrete(x) -> np.ndarray | None:
+    try:
+        return np.asarray(x, dtype=float)
+    except Exception:  # a tracer (a model built under vmap): not checked
+        return None
+
+
+class Link(eqx.Module):
+    """One link: a joint and the body it moves (see the module docstring). Build with :meth:`rigid` or :meth:`soft`.
+
+    Attributes:
+        name: unique within the linkage.
+        parent: the name of the link whose end frame this link hangs from, or None for the world.
+        joint: one of :data:`JOINTS`.
+        actuated: whether the joint's degrees of freedom take inputs (rigid joints only).
+        placement: pose (4, 4) of the joint frame in the parent's end frame (in the world for a root).
+        axis: (6,) screw axis of a 1-DoF joint in the joint frame, angular first: (a, 0) revolute, (0, a) prismatic,
+            (a, h a) helical; zeros otherwise.
+        body: the rigid body's spatial inertia (6, 6) about the link frame, or the rod of a soft link.
+    """
+
+    name: str = eqx.field(static=True)
+    parent: str | None = eqx.field(static=True)
+    joint: str = eqx.field(static=True)
+    actuated: bool = eqx.field(static=True)
+    placement: Float[Array, "4 4"]
+    axis: Float[Array, " 6"]
+    body: Float[Array, "6 6"] | Rod
+
+    @classmethod
+    def rigid(
+        cls,
+        name: str,
+        parent: str | None,
+        joint: str,
+        inertia: Float[ArrayLike, "6 6"],
+        placement: Float[ArrayLike, "4 4"] | None = None,
+        axis: Float[ArrayLike, " 6"] | None = None,
+        actuated: bool | None = None,
+    ) -> Link:
+        """A rigid link: ``joint`` one of ``"fixed"`` and :data:`jaxse3.rigid.joints.JOINT_TYPES`; ``inertia`` (6, 6)
+        about the link frame (:func:`jaxse3.rigid.spatial_inertia`); ``axis`` (6,) for 1-DoF joints (required);
+        ``actuated`` defaults to True for 1-DoF joints and False otherwise."""
+        if joint not in JOINTS or joint == "soft":
+            raise ValueError(f"Link {name!r}: joint must be one of {JOINTS[:-1]} for a rigid link, got {joint!r}")
+        if joint in _ONE_DOF and axis is None:
+            raise ValueError(f"Link {name!r}: a {joint} joint needs its 'axis' (6,)")
+        if actuated and joint in ("fixed", "spherical", "free"):
+            raise ValueError(f"Link {name!r}: a {joint} joint cannot be actuated")
+        inertia = jnp.asarray(inertia, dtype=float)
+        if inertia.shape != (6, 6):
+            raise ValueError(f"Link {name!r}: 'inertia' must have shape (6, 6), got {inertia.shape}")
+        I = _concrete(inertia)
+        if I is not None:
+            scale = max(np.abs(I).max(), np.finfo(float).tiny)
+            if np.abs(I - I.T).max() > 1e-9 * scale or np.linalg.eigvalsh(I).min() < -1e-9 * scale:
+                raise ValueError(
+                    f"Link {name!r}: 'inertia' must be a symmetric positive semi-definite spatial inertia (build it "
+                    f"with jaxse3.rigid.spatial_inertia)"
+                )
+        axis = jnp.zeros(6, inertia.dtype) if axis is None else jnp.asarray(axis, dtype=inertia.dtype)
+        if axis.shape != (6,):
+            raise ValueError(f"Link {name!r}: 'axis' must have shape (6,), got {axis.shape}")
+        actuated = joint in _ONE_DOF if actuated is None else bool(actuated)
+        return cls(name, parent, joint, actuated, _placement(name, placement), axis, inertia)
+
+    @classmethod
+    def soft(cls, name: str, parent: str | None, rod: Rod, placement: Float[ArrayLike, "4 4"] | None = None) -> Link:
+        """A soft link: ``rod``'s base at ``placement`` (4, 4) in the parent's end frame; the default is the rod's own
+        ``base_pose``, which the linkage otherwise ignores (as it ignores the rod's gravity: the linkage has one)."""
+        if not isinstance(rod, Rod):
+            raise TypeError(f"Link {name!r}: 'rod' must be a jaxse3.rod.Rod, got {type(rod).__name__}")
+        place = rod.base_pose if placement is None else placement
+        return cls(name, parent, "soft", False, _placement(name, place), jnp.zeros(6, rod.stiffness.dtype), rod)
+
+    @property
+    def nq(self) -> int:
+        """Size of the link's slice of q."""
+        return self.body.n_dof if self.joint == "soft" else rigid.joints.NQ.get(self.joint, 0)
+
+    @property
+    def nv(self) -> int:
+        """Size of the link's slice of q̇ (and of τ)."""
+        return self.body.n_dof if self.joint == "soft" else rigid.joints.NV.get(self.joint, 0)
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of the link's inputs: a rod's tendons, an actuated joint's degrees of freedom."""
+        if self.joint == "soft":
+            return self.body.n_tendons
+        return self.nv if self.actuated else 0
+
+    @property
+    def n_points(self) -> int:
+        """Number of the link's computational points: the rod's, or one (the link frame)."""
+        return self.body.n_points if self.joint == "soft" else 1
+
+
+def _placement(name: str, placement) -> Float[Array, "4 4"]:
+    P = jnp.eye(4) if placement is None else jnp.asarray(placement, dtype=float)
+    if P.shape != (4, 4):
+        raise ValueError(f"Link {name!r}: 'placement' must be a pose of shape (4, 4), got {P.shape}")
+    c = _concrete(P)
+    if c is not None and (
+        not np.isfinite(c).all()
+        or np.abs(c[:3, :3].T @ c[:3, :3] - np.eye(3)).max() > 1e-9
+        or np.abs(c[3] - (0, 0, 0, 1)).max() > 0
+    ):
+        raise ValueError(f"Link {name!r}: 'placement' must be a finite pose [[R, p], [0, 1]] with R a rotation")
+    return P
+
+
+def _offsets(sizes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(x) for x in np.cumsum([0, *sizes[:-1]])) if sizes else ()
+
+
+class Linkage(eqx.Module):
+    """A tree of rigid and soft links (seed 003 §5). See the module docstring for frames and coordinates.
+
+    Args:
+        links: the links, each parent before its children (:class:`Link`).
+        gravity: world gravitational acceleration (3,), default (0, 0, −9.81).
+        armature: (nv,) reflected rotor inertias added to M's diagonal (:class:`jaxse3.rigid.Model`'s); zero by
+            default, and zero on the rods' coordinates.
+    """
+
+    links: tuple[Link, ...]
+    gravity: Float[Array, " 3"]
+    armature: Float[Array, " nv"]
+    parents: tuple[int, ...] = eqx.field(static=True)
+    nq: int = eqx.field(static=True)
+    nv: int = eqx.field(static=True)
+    n_inputs: int = eqx.field(static=True)
+    q_index: tuple[int, ...] = eqx.field(static=True)
+    v_index: tuple[int, ...] = eqx.field(static=True)
+    u_index: tuple[int, ...] = eqx.field(static=True)
+    point_index: tuple[int, ...] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        links: Sequence[Link],
+        gravity: Float[ArrayLike, " 3"] = (0.0, 0.0, -9.81),
+        armature: Float[ArrayLike, " nv"] | None = None,
+    ):
+        links = tuple(links)
+        if not links:
+            raise ValueError("Linkage: 'links' is empty")
+        names: dict[str, int] = {}
+        parents = []
+        for i, link in enumerate(links):
+            if not isinstance(link, Link):
+                raise TypeError(f"Linkage: links[{i}] must be a Link, got {type(link).__name__}")
+            if link.name in names:
+                raise ValueError(f"Linkage: two links are named {link.name!r}")
+            if link.parent is not None and link.parent not in names:
+                later = any(other.name == link.parent for other in links[i + 1 :])
+                raise ValueError(
+                    f"Linkage: link {link.name!r} has parent {link.parent!r}, "
+                    + ("which comes after it (order the links parents first)" if later else "which is not a link")
+                )
+            parents.append(-1 if link.parent is None else names[link.parent])
+            names[link.name] = i
+        self.links, self.parents = links, tuple(parents)
+        self.nq, self.nv = sum(link.nq for link in links), sum(link.nv for link in links)
+        self.n_inputs = sum(link.n_inputs for link in links)
+        self.q_index = _offsets([link.nq for link in links])
+        self.v_index = _offsets([link.nv for link in links])
+        self.u_index = _offsets([link.n_inputs for link in links])
+        self.point_index = _offsets([link.n_points for link in links])
+        self.gravity = jnp.asarray(gravity, dtype=float)
+        if self.gravity.shape != (3,):
+            raise ValueError(f"Linkage: 'gravity' must have shape (3,), got {self.gravity.shape}")
+        self.armature = jnp.zeros(self.nv) if armature is None else jnp.asarray(armature, dtype=float)
+        if self.armature.shape != (self.nv,):
+            raise ValueError(f"Linkage: 'armature' must have shape (nv,) = ({self.nv},), got {self.armature.shape}")
+        a = _concrete(self.armature)
+        if a is not None and (a < 0).any():
+            raise ValueError("Linkage: 'armature' must be non-negative")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The links' names, in order."""
+        return tuple(link.name for link in self.links)
+
+    @property
+    def n_points(self) -> int:
+        """Number of computational points of all links."""
+        return sum(link.n_points for link in self.links)
+
+    def index(self, name: str) -> int:
+        """The position of the link ``name``."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ValueError(f"Linkage: no link named {name!r}; the links are {self.names}") from None
+
+    def q_slice(self, i: int) -> slice:
+        """Slice of link i's configuration in q."""
+        return slice(self.q_index[i], self.q_index[i] + self.links[i].nq)
+
+    def v_slice(self, i: int) -> slice:
+        """Slice of link i's velocity in q̇ (and of its generalised forces in τ)."""
+        return slice(self.v_index[i], self.v_index[i] + self.links[i].nv)
+
+    def u_slice(self, i: int) -> slice:
+        """Slice of link i's inputs in u."""
+        return slice(self.u_index[i], self.u_index[i] + self.links[i].n_inputs)
+
+    def points_of(self, name: str) -> slice:
+        """Slice of the link ``name``'s computational points in the arrays of all points (its last is its end)."""
+        i = self.index(name)
+        return slice(self.point_index[i], self.point_index[i] + self.links[i].n_points)
+
+    def attach(self, link: Link) -> Linkage:
+        """A copy with ``link`` added last (e.g. a rod on a named frame of a robot from URDF)."""
+        return Linkage((*self.links, link), self.gravity, jnp.concatenate([self.armature, jnp.zeros(link.nv)]))
+
+    @classmethod
+    def from_rigid(cls, model: rigid.Model) -> Linkage:
+        """The linkage of a :class:`jaxse3.rigid.Model` (e.g. :func:`jaxse3.rigid.from_urdf`): one rigid link per
+        body, with the model's joint placements, axes, inertias, gravity and armature; 1-DoF joints actuated."""
+        links = [
+            Link.rigid(
+                name,
+                None if p < 0 else model.names[p],
+                jtype,
+                model.inertias[i],
+                model.joint_placements[i],
+                model.joint_axes[i],
+            )
+            for i, (name, p, jtype) in enumerate(zip(model.names, model.parents, model.joint_types))
+        ]
+        return cls(links, model.gravity, model.armature)
+
+    @classmethod
+    def from_rod(cls, rod: Rod, name: str = "rod") -> Linkage:
+        """The one-link linkage of a rod on a fixed base (its ``base_pose``), with the rod's gravity."""
+        return cls([Link.soft(name, None, rod)], rod.gravity)

@@ -1,0 +1,235 @@
+"""Linkages of rigid and soft links (seed 003 §5): one vocabulary for both.
+
+Oracles: a rigid-only linkage against :mod:`jaxse3.rigid` (RNEA, CRBA; a mixed tree with a floating base), a one-rod
+linkage against :mod:`jaxse3.rod` (ID, M, forward dynamics of the CDM), and a branched hybrid linkage (rods on moving
+rigid links, rigid links on a rod's tip) against Lagrange's equations written here from its forward kinematics alone:
+T = ½ Σ_k η_kᵀ𝓜_kη_k with η_k = (g_k⁻¹ġ_k)^∨ by autodiff of the poses, V = −Σ_k m_k a_g · c_k, ID = d/dt ∂L/∂q̇ −
+∂L/∂q. Derivatives of the plain recursion against central differences, at the straight rest state and at random
+states.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxse3 import linkage as lk, rigid, rod, se3
+from jaxse3.rod.basis import LegendreBasis
+from jaxse3.rod.geometry import CircularSection, Material
+
+
+def _pose(R=None, p=(0.0, 0.0, 0.0)):
+    return se3.from_rotation_translation(jnp.eye(3) if R is None else jnp.asarray(R), jnp.asarray(p, float))
+
+
+def _rot(axis, angle):
+    return se3.exp(jnp.concatenate([angle * jnp.asarray(axis, float), jnp.zeros(3)]))[:3, :3]
+
+
+def _rod(length, orders=(1, 1, 1, None, None, None)):
+    return rod.Rod(
+        length=length,
+        section=CircularSection(0.02, 0.012),
+        material=Material(E=2e5, rho=1000.0, nu=0.5, damping=50.0),
+        basis=LegendreBasis(orders),
+        n_gauss=3,
+    )
+
+
+def _hybrid():
+    """A branched hybrid linkage: two revolute links, a rod on each (one branching off the base link), a fixed rigid
+    hook and a revolute finger on the first rod's tip."""
+    body = lambda m, c: rigid.spatial_inertia(m, c, np.diag([2e-3, 3e-3, 1.5e-3]) * m)
+    links = [
+        lk.Link.rigid("shoulder", None, "revolute", body(1.2, (0.02, 0.01, 0.1)), axis=(0, 0, 1, 0, 0, 0)),
+        lk.Link.rigid(
+            "elbow", "shoulder", "revolute", body(0.8, (0.1, 0, 0.01)), _pose(p=(0, 0, 0.2)), (0, 1, 0, 0, 0, 0)
+        ),
+        lk.Link.soft("arm", "elbow", _rod(0.3), _pose(_rot((0, 1, 0), 0.4), (0.15, 0, 0))),
+        lk.Link.rigid("hook", "arm", "fixed", body(0.1, (0.01, 0, 0)), _pose(p=(0.01, 0, 0))),
+        lk.Link.rigid(
+            "finger", "hook", "revolute", body(0.05, (0.03, 0, 0)), _pose(_rot((1, 0, 0), 0.3)), (0, 0, 1, 0, 0, 0)
+        ),
+        lk.Link.soft(
+            "branch", "shoulder", _rod(0.2, (1, None, 1, None, None, None)), _pose(_rot((0, 0, 1), 2.0), (0, 0, 0.05))
+        ),
+    ]
+    return lk.Linkage(links, gravity=(0.3, -0.2, -9.81), armature=np.linspace(0.0, 0.01, 2 + 6 + 1 + 4))
+
+
+HYBRID = _hybrid()
+
+
+def _lagrangian_id(linkage, q, qd, qdd):
+    """Lagrange's equations from the forward kinematics alone (module docstring)."""
+    M = lk.point_states(linkage, q).M  # constant screw inertias of the points
+    mass = M[:, 3, 3]
+    com = jnp.stack([M[:, 2, 4], M[:, 0, 5], M[:, 1, 3]], axis=-1) / jnp.maximum(mass, 1e-300)[:, None]
+
+    def kinetic(q, qd):
+        g, gd = jax.jvp(lambda q: lk.forward_kinematics(linkage, q), (q,), (qd,))
+        eta = jax.vmap(lambda g, gd: se3.vee(se3.inv(g) @ gd))(g, gd)
+        return 0.5 * jnp.einsum("ki,kij,kj->", eta, M, eta) + 0.5 * jnp.sum(linkage.armature * qd**2)
+
+    def potential(q):
+        g = lk.forward_kinematics(linkage, q)
+        c = jnp.einsum("kij,kj->ki", g[:, :3, :3], com) + g[:, :3, 3]
+        return -jnp.sum(mass * (c @ linkage.gravity))
+
+    p = lambda q, qd: jax.grad(kinetic, argnums=1)(q, qd)
+    H = jax.jacfwd(p, argnums=1)(q, qd)
+    C = jax.jacfwd(p, argnums=0)(q, qd)
+    return H @ qdd + C @ qd - jax.grad(kinetic)(q, qd) + jax.grad(potential)(q)
+
+
+def _random_state(linkage, seed, scale=0.6):
+    k = jax.random.split(jax.random.PRNGKey(seed), 3)
+    return tuple(scale * jax.random.normal(key, (n,)) for key, n in zip(k, (linkage.nq, linkage.nv, linkage.nv)))
+
+
+def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree():
+    """Free base, prismatic, helical, spherical and revolute joints, armature: τ and M equal jaxse3.rigid's."""
+    types = ("free", "prismatic", "helical", "spherical", "revolute", "revolute", "revolute")
+    model = rigid.auto_tree(7, bf=1.5, joint_types=types, floating_base=True, seed=1)
+    model = model.with_armature(np.linspace(0.0, 0.1, model.nv))
+    linkage = lk.Linkage.from_rigid(model)
+    assert (linkage.nq, linkage.nv, linkage.n_inputs) == (model.nq, model.nv, 5)  # the 1-DoF joints are actuated
+    fn = jax.jit(lambda q, v, a: (lk.inverse_dynamics(linkage, q, v, a), lk.mass_matrix(linkage, q)))
+    for seed in range(3):
+        q = rigid.random_configuration(model, jax.random.PRNGKey(seed))
+        _, v, a = _random_state(linkage, seed, 1.0)
+        tau, M = fn(q, v, a)
+        np.testing.assert_allclose(tau, rigid.rnea(model, q, v, a), rtol=1e-12, atol=1e-11)
+        np.testing.assert_allclose(M, rigid.crba(model, q), rtol=1e-12, atol=1e-13)
+
+
+@pytest.fixture(scope="module")
+def cdm():
+    r = rod.cdm_rod(n_gauss=5)
+    return r, lk.Linkage.from_rod(r)
+
+
+def test_one_rod_linkage_equals_the_rod(cdm):
+    """The CDM as a one-link linkage: ID, M, τ and q̈ equal jaxse3.rod's, at rest, straight (q = 0) and moving."""
+    r, linkage = cdm
+    assert (linkage.nv, linkage.n_inputs, linkage.n_points) == (r.n_dof, r.n_tendons, r.n_points)
+    fn = jax.jit(
+        lambda q, v, a, u: (
+            lk.inverse_dynamics(linkage, q, v, a),
+            lk.mass_matrix(linkage, q),
+            lk.generalized_forces(linkage, q, v, u),
+            lk.forward_dynamics(linkage, q, v, u),
+        )
+    )
+    u = jnp.array([1.0, 2.0, 0.0, 3.0, 0.5])
+    zero = jnp.zeros(r.n_dof)
+    for q, v, a in [(zero, zero, zero), *(_random_state(linkage, s, 0.5) for s in range(2))]:
+        tau, M, f, acc = fn(q, v, a, u)
+        np.testing.assert_allclose(tau, rod.inverse_dynamics(r, q, v, a), rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(M, rod.mass_matrix(r, q), rtol=1e-11, atol=1e-16)
+        np.testing.assert_allclose(f, rod.generalized_forces(r, q, v, u), rtol=1e-12, atol=1e-12)
+        want = rod.forward_dynamics(r, q, v, u)
+        np.testing.assert_allclose(acc, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    np.testing.assert_allclose(lk.forward_kinematics(linkage, zero), rod.kinematics.forward_kinematics(r, zero))
+
+
+@pytest.fixture(scope="module")
+def hybrid_id():
+    return jax.jit(lambda q, v, a: lk.inverse_dynamics(HYBRID, q, v, a))
+
+
+@pytest.fixture(scope="module")
+def lagrange():
+    return jax.jit(lambda q, v, a: (_lagrangian_id(HYBRID, q, v, a), lk.mass_matrix(HYBRID, q)))
+
+
+def test_hybrid_linkage_sizes_and_points():
+    assert HYBRID.names == ("shoulder", "elbow", "arm", "hook", "finger", "branch")
+    assert HYBRID.parents == (-1, 0, 1, 2, 3, 0)
+    assert (HYBRID.nq, HYBRID.nv, HYBRID.n_inputs) == (13, 13, 3)  # 2 + 6 + 1 + 4 DoF; 3 actuated joints
+    assert HYBRID.points_of("finger") == slice(2 + 5 + 1, 2 + 5 + 2)
+    g = lk.forward_kinematics(HYBRID, jnp.zeros(HYBRID.nq))
+    # the straight rod's tip is its length along the base frame's x axis; the hook hangs 1 cm further
+    base, tip = g[HYBRID.points_of("arm")][np.array([0, -1])]
+    np.testing.assert_allclose(tip, base @ _pose(p=(0.3, 0, 0)), atol=1e-15)
+    np.testing.assert_allclose(g[HYBRID.points_of("hook")][0], tip @ _pose(p=(0.01, 0, 0)), atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_hybrid_inverse_dynamics_and_mass_matrix_follow_lagranges_equations(hybrid_id, lagrange, seed):
+    """A branched hybrid linkage (rods on moving links, a revolute joint past a rod's tip): ID equals Lagrange's
+    equations of its forward kinematics, M their Hessian, at the straight rest state and at random states."""
+    if seed is None:
+        q = v = a = jnp.zeros(HYBRID.nq)
+    else:
+        q, v, a = _random_state(HYBRID, seed)
+    want, M = lagrange(q, v, a)
+    np.testing.assert_allclose(hybrid_id(q, v, a), want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    cols = jax.vmap(lambda e: hybrid_id(q, v, e) - hybrid_id(q, v, jnp.zeros_like(e)))(jnp.eye(HYBRID.nv))
+    np.testing.assert_allclose(M, cols.T, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(M, M.T, atol=1e-15)
+    assert np.linalg.eigvalsh(np.asarray(M)).min() > 0
+
+
+@pytest.mark.parametrize("seed", [None, 2])
+def test_hybrid_inverse_dynamics_derivatives_match_central_differences(hybrid_id, seed):
+    """∂ID/∂q and ∂ID/∂q̇ by autodiff of the recursion (through the SE(3) core's rules) against central differences,
+    at the straight rest state (exactly zero rotation everywhere) and at a random state."""
+    q, v, a = (jnp.zeros(HYBRID.nq),) * 3 if seed is None else _random_state(HYBRID, seed)
+    jac = jax.jit(jax.jacfwd(lambda q, v: lk.inverse_dynamics(HYBRID, q, v, a), argnums=(0, 1)))
+    dq, dv = jac(q, v)
+    eps = 1e-6
+    E = np.eye(HYBRID.nv) * eps
+    fd_q = np.stack([(hybrid_id(q + e, v, a) - hybrid_id(q - e, v, a)) / (2 * eps) for e in E], axis=1)
+    fd_v = np.stack([(hybrid_id(q, v + e, a) - hybrid_id(q, v - e, a)) / (2 * eps) for e in E], axis=1)
+    for got, want in ((dq, fd_q), (dv, fd_v)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * max(np.abs(want).max(), 1.0))
+
+
+def test_hybrid_forward_dynamics_inverts_inverse_dynamics():
+    q, v, _ = _random_state(HYBRID, 3)
+    u = jnp.array([0.5, -1.0, 0.2])
+    acc = lk.forward_dynamics(HYBRID, q, v, u)
+    np.testing.assert_allclose(
+        lk.inverse_dynamics(HYBRID, q, v, acc), lk.generalized_forces(HYBRID, q, v, u), rtol=1e-9, atol=1e-9
+    )
+    tau = lk.generalized_forces(HYBRID, q, v, u)
+    assert tau[HYBRID.v_slice(0)] == 0.5 and tau[HYBRID.v_slice(4)] == 0.2  # the joints' efforts
+    r = HYBRID.links[2].body
+    s = HYBRID.v_slice(2)
+    np.testing.assert_allclose(tau[s], rod.forces.internal_forces(r, q[s], v[s]))  # a rod without tendons
+
+
+def _fixed(name, parent):
+    return lk.Link.rigid(name, parent, "fixed", np.eye(6))
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: lk.Link.rigid("a", None, "ball", np.eye(6)), "joint must be one of"),
+        (lambda: lk.Link.rigid("a", None, "revolute", np.eye(6)), "needs its 'axis'"),
+        (lambda: lk.Link.rigid("a", None, "free", np.eye(6), actuated=True), "cannot be actuated"),
+        (lambda: lk.Link.rigid("a", None, "fixed", -np.eye(6)), "positive semi-definite"),
+        (lambda: lk.Link.rigid("a", None, "fixed", np.eye(3)), r"'inertia' must have shape \(6, 6\)"),
+        (lambda: lk.Link.rigid("a", None, "fixed", np.eye(6), placement=2 * np.eye(4)), "with R a rotation"),
+        (lambda: lk.Link.soft("a", None, np.eye(6)), "must be a jaxse3.rod.Rod"),
+        (lambda: lk.Linkage([]), "'links' is empty"),
+        (lambda: lk.Linkage([lk.Link.rigid("a", "b", "fixed", np.eye(6))]), "parent 'b', which is not a link"),
+        (
+            lambda: lk.Linkage([_fixed("a", "b"), _fixed("b", None)]),
+            "which comes after it",
+        ),
+        (
+            lambda: lk.Linkage([_fixed("a", None), _fixed("a", "a")]),
+            "two links are named 'a'",
+        ),
+        (lambda: lk.Linkage([lk.Link.rigid("a", None, "fixed", np.eye(6))], armature=[1.0]), "'armature' must have"),
+        (lambda: HYBRID.index("wrist"), "no link named 'wrist'"),
+        (lambda: lk.inverse_dynamics(HYBRID, jnp.zeros(3), jnp.zeros(13), jnp.zeros(13)), r"q must have shape \(nq,\)"),
+        (lambda: lk.forward_dynamics(HYBRID, jnp.zeros(13), jnp.zeros(13), jnp.zeros(2)), r"u must have shape"),
+    ],
+)
+def test_bad_models_and_states_are_named(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make()
