@@ -6,21 +6,29 @@ a :class:`jaxse3.rod.Rod`). A rigid robot (:meth:`Linkage.from_rigid`, e.g. from
 (:meth:`Linkage.from_rod`) and hybrid robots (rods attached to named frames with :meth:`Linkage.attach`) share one
 vocabulary and one set of functions ``(linkage, q, q̇, …)``.
 
-Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules): ``_model`` (:class:`Link`,
-:class:`Linkage`), ``_dynamics`` (the forward pass over the links' computational points, inverse dynamics, mass
-matrix, generalised forces, forward dynamics).
+Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules, each importing only the ones before it):
+``_model`` (:class:`Link`, :class:`Linkage`); ``_dynamics`` (the forward pass over the links' computational points,
+the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, generalised forces); ``_derivatives`` (the
+recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward pass); ``_rules``
+(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD).
 """
 
+from ._derivatives import IDDerivatives as IDDerivatives, inverse_dynamics_derivatives as inverse_dynamics_derivatives
 from ._dynamics import (
     PointStates as PointStates,
-    forward_dynamics as forward_dynamics,
     forward_kinematics as forward_kinematics,
     generalized_forces as generalized_forces,
-    inverse_dynamics as inverse_dynamics,
+    inverse_dynamics_autodiff as inverse_dynamics_autodiff,
     mass_matrix as mass_matrix,
     point_states as point_states,
 )
 from ._model import JOINTS as JOINTS, Link as Link, Linkage as Linkage
+from ._rules import (
+    forward_dynamics as forward_dynamics,
+    forward_dynamics_jacobians as forward_dynamics_jacobians,
+    generalized_forces_derivatives as generalized_forces_derivatives,
+    inverse_dynamics as inverse_dynamics,
+)
 
 __all__ = [
     "JOINTS",
@@ -30,7 +38,12 @@ __all__ = [
     "point_states",
     "forward_kinematics",
     "inverse_dynamics",
+    "inverse_dynamics_autodiff",
+    "inverse_dynamics_derivatives",
+    "IDDerivatives",
     "mass_matrix",
     "generalized_forces",
+    "generalized_forces_derivatives",
     "forward_dynamics",
+    "forward_dynamics_jacobians",
 ]

@@ -21,9 +21,11 @@ mass matrix are the sums over the points
 branches), written in Jacobian form. For a rigid tree they equal :func:`jaxse3.rigid.rnea` and
 :func:`jaxse3.rigid.crba`, for one rod :func:`jaxse3.rod.inverse_dynamics` and :func:`jaxse3.rod.mass_matrix` (the
 tests check both). The generalised forces are the rods' internal forces B(q)u − Kq − Dq̇ (eq. (35)) and the actuated
-joints' efforts; the forward dynamics solves M q̈ = τ − ID(q, q̇, 0).
+joints' efforts.
 
-These are plain functions: JAX differentiates them through the analytical rules of the SE(3) core.
+:func:`inverse_dynamics_autodiff` is plain: JAX differentiates it through the rules of the SE(3) core. The public
+:func:`jaxse3.linkage.inverse_dynamics` and :func:`jaxse3.linkage.forward_dynamics` carry the analytical derivatives
+of :mod:`jaxse3.linkage._derivatives` as ``custom_jvp`` rules (:mod:`jaxse3.linkage._rules`).
 """
 
 from __future__ import annotations
@@ -34,18 +36,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxse3 import rigid, se3
+from jaxse3 import rigid, rod as rods, se3
 from jaxse3.linkage._model import Link, Linkage
-from jaxse3.rod import forces as rod_forces, kinematics as rod_kinematics
+from jaxse3.rod import kinematics as rod_kinematics
 
 __all__ = [
     "PointStates",
     "point_states",
     "forward_kinematics",
-    "inverse_dynamics",
+    "inverse_dynamics_autodiff",
     "mass_matrix",
     "generalized_forces",
-    "forward_dynamics",
     "check_state",
 ]
 
@@ -159,12 +160,14 @@ def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 
     return jnp.einsum("kij,kj->ki", s.M, acc) - jnp.einsum("kji,kj->ki", se3.ad(s.eta), momentum)
 
 
-def inverse_dynamics(
+def inverse_dynamics_autodiff(
     linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
 ) -> Float[Array, " nv"]:
     """ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈ (seed 003 eqs. (14), (16); module docstring): inertia,
-    Coriolis/centrifugal terms and gravity, without the generalised forces of :func:`generalized_forces`."""
-    check_state("inverse_dynamics", linkage, q=q, qd=qd, qdd=qdd)
+    Coriolis/centrifugal terms and gravity, without the generalised forces of :func:`generalized_forces`. The value of
+    :func:`jaxse3.linkage.inverse_dynamics` without its ``custom_jvp`` rule: JAX differentiates the recursion itself
+    (the autodiff reference of the analytical derivatives)."""
+    check_state("inverse_dynamics_autodiff", linkage, q=q, qd=qd, qdd=qdd)
     s = point_states(linkage, q, qd, qdd)
     return jnp.einsum("kin,ki->n", s.J, _point_wrenches(linkage, s)) + linkage.armature * qdd
 
@@ -179,23 +182,15 @@ def generalized_forces(
     linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], u: Float[Array, " n_inputs"]
 ) -> Float[Array, " nv"]:
     """τ(q, q̇, u): each rod's internal forces B(q)u − Kq − Dq̇ (seed 003 eq. (35), its tendons' tensions from u) on
-    its coordinates, each actuated joint's efforts from u on its degrees of freedom; zero elsewhere."""
+    its coordinates (:func:`jaxse3.rod.generalized_forces`, with its analytical rule), each actuated joint's efforts
+    from u on its degrees of freedom; zero elsewhere."""
     args = check_state("generalized_forces", linkage, q=q, qd=qd, u=u)
     q, qd, u = args["q"], args["qd"], args["u"]
     tau = jnp.zeros(linkage.nv, jnp.result_type(q, qd, u))
     for i, link in enumerate(linkage.links):
         vs, us = linkage.v_slice(i), linkage.u_slice(i)
         if link.joint == "soft":
-            tau = tau.at[vs].set(rod_forces.internal_forces(link.body, q[linkage.q_slice(i)], qd[vs], u[us]))
+            tau = tau.at[vs].set(rods.generalized_forces(link.body, q[linkage.q_slice(i)], qd[vs], u[us]))
         elif link.actuated:
             tau = tau.at[vs].set(u[us])
     return tau
-
-
-def forward_dynamics(
-    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], u: Float[Array, " n_inputs"]
-) -> Float[Array, " nv"]:
-    """q̈ = M(q)⁻¹(τ(q, q̇, u) − ID(q, q̇, 0)) (seed 003 eq. (4))."""
-    tau = generalized_forces(linkage, q, qd, u)
-    bias = inverse_dynamics(linkage, q, qd, jnp.zeros_like(tau))
-    return jnp.linalg.solve(mass_matrix(linkage, q), tau - bias)

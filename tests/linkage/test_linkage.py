@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import linkage as lk, rigid, rod, se3
+from jaxse3.lie.tangents import RULE_CALLS
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
 
@@ -171,19 +172,75 @@ def test_hybrid_inverse_dynamics_and_mass_matrix_follow_lagranges_equations(hybr
     assert np.linalg.eigvalsh(np.asarray(M)).min() > 0
 
 
+@pytest.fixture(scope="module")
+def hybrid_derivatives():
+    analytic = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(HYBRID, q, v, a))
+    plain = jax.jit(jax.jacfwd(lambda q, v, a: lk.inverse_dynamics_autodiff(HYBRID, q, v, a), argnums=(0, 1, 2)))
+    return analytic, plain
+
+
 @pytest.mark.parametrize("seed", [None, 2])
-def test_hybrid_inverse_dynamics_derivatives_match_central_differences(hybrid_id, seed):
-    """∂ID/∂q and ∂ID/∂q̇ by autodiff of the recursion (through the SE(3) core's rules) against central differences,
-    at the straight rest state (exactly zero rotation everywhere) and at a random state."""
+def test_hybrid_inverse_dynamics_derivatives_match_autodiff_and_central_differences(
+    hybrid_id, hybrid_derivatives, seed
+):
+    """∂ID/∂q, ∂ID/∂q̇ and M of the recursions over the tree (eqs. (21), (27), (32), (39)–(42)) against autodiff of the
+    plain recursion and central differences, at the straight rest state (exactly zero rotation everywhere) and at a
+    random state; jax.jacfwd of the public ID runs the analytical rule."""
     q, v, a = (jnp.zeros(HYBRID.nq),) * 3 if seed is None else _random_state(HYBRID, seed)
-    jac = jax.jit(jax.jacfwd(lambda q, v: lk.inverse_dynamics(HYBRID, q, v, a), argnums=(0, 1)))
-    dq, dv = jac(q, v)
+    analytic, plain = hybrid_derivatives
+    r = analytic(q, v, a)
+    for got, want in zip((r.dq, r.dqd, r.M), plain(q, v, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13 * max(np.abs(want).max(), 1.0))
+    np.testing.assert_allclose(r.tau, hybrid_id(q, v, a), rtol=1e-12, atol=1e-14)
     eps = 1e-6
     E = np.eye(HYBRID.nv) * eps
     fd_q = np.stack([(hybrid_id(q + e, v, a) - hybrid_id(q - e, v, a)) / (2 * eps) for e in E], axis=1)
     fd_v = np.stack([(hybrid_id(q, v + e, a) - hybrid_id(q, v - e, a)) / (2 * eps) for e in E], axis=1)
-    for got, want in ((dq, fd_q), (dv, fd_v)):
+    for got, want in ((r.dq, fd_q), (r.dqd, fd_v)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * max(np.abs(want).max(), 1.0))
+    before = RULE_CALLS["linkage.inverse_dynamics"]
+    dq = jax.jacfwd(lambda q: lk.inverse_dynamics(HYBRID, q, v, a))(q)
+    assert RULE_CALLS["linkage.inverse_dynamics"] > before
+    np.testing.assert_allclose(dq, r.dq, rtol=1e-12, atol=1e-14)
+
+
+def test_rigid_and_rod_derivatives_equal_their_packages():
+    """A rigid-only linkage's ∂ID/∂q, ∂ID/∂q̇ equal jaxse3.rigid's (IDSVA), a one-rod linkage's equal jaxse3.rod's."""
+    types = ("revolute", "prismatic", "helical", "revolute", "revolute")
+    model = rigid.auto_tree(5, bf=1.5, joint_types=types, seed=2).with_armature(np.linspace(0.0, 0.1, 5))
+    linkage = lk.Linkage.from_rigid(model)
+    q, v, a = _random_state(linkage, 4, 1.0)
+    r = lk.inverse_dynamics_derivatives(linkage, q, v, a)
+    dq, dv = rigid.rnea_derivatives(model, q, v, a)[:2]
+    np.testing.assert_allclose(r.dq, dq, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(r.dqd, dv, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(r.M, rigid.crba(model, q), rtol=1e-12, atol=1e-13)
+    cdm = rod.cdm_rod(n_gauss=3, orders=(2, 2, 2, 1, 1, 1))
+    linkage = lk.Linkage.from_rod(cdm)
+    q, v, a = _random_state(linkage, 5, 0.5)
+    r = lk.inverse_dynamics_derivatives(linkage, q, v, a)
+    for got, want in zip((r.dq, r.dqd, r.M), rod.inverse_dynamics_derivatives(cdm, q, v, a)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12 * np.abs(want).max())
+
+
+def test_hybrid_forward_dynamics_jacobians_match_central_differences():
+    """∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u (eqs. (7), (9)) against central differences of the forward dynamics, and jax.jacfwd of
+    the public FD runs them."""
+    q, v, _ = _random_state(HYBRID, 6)
+    u = jnp.array([0.5, -1.0, 0.2])
+    fd = jax.jit(lambda q, v, u: lk.forward_dynamics(HYBRID, q, v, u))
+    Jq, Jv, Ju = lk.forward_dynamics_jacobians(HYBRID, q, v, u)
+    eps = 1e-6
+    central = lambda f, x: np.stack([(f(x + e) - f(x - e)) / (2 * eps) for e in np.eye(x.shape[0]) * eps], axis=1)
+    for got, want in (
+        (Jq, central(lambda x: fd(x, v, u), q)),
+        (Jv, central(lambda x: fd(q, x, u), v)),
+        (Ju, central(lambda x: fd(q, v, x), u)),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max())
+    before = RULE_CALLS["linkage.forward_dynamics"]
+    np.testing.assert_allclose(jax.jacfwd(fd, argnums=2)(q, v, u), Ju, rtol=1e-12, atol=1e-12)
+    assert RULE_CALLS["linkage.forward_dynamics"] > before
 
 
 def test_hybrid_forward_dynamics_inverts_inverse_dynamics():

@@ -1,0 +1,262 @@
+"""Analytical derivatives of a linkage's inverse dynamics: the recursions of seed 003 §4 over a tree (§5, eqs. 39–42).
+
+Every link is a chain from its joint frame: a rigid link has one joint (its joint transform X(q); a fixed link the
+identity with no coordinate) and two points, the joint frame (no inertia, rule 2) and the link frame (the body's
+inertia); a soft link has its rod's n_p − 1 joints and n_p points. Per joint α the recursions need the step
+g_{α,α+1}, the motion subspace S_α in frame α, the rates S_α q̇, S_α q̈ + Ṡ_α q̇, and the App. C terms Ṡ_α,
+(∂S_α/∂q)q̇, (∂S_α/∂q)q̈, (∂Ṡ_α/∂q)q̇ (:class:`LinkJoints`): a rod's from :func:`jaxse3.rod.kinematics.joints`; a 1-DoF
+rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint) with every q-derivative zero.
+
+* **forward pass** (links parents first, each link's joints in order; :func:`_forward_link`): g, η, η̇, J = S^B and the
+  transported sums R^B, Q^B, Y^B of the joint terms R_α (20b), Q_α (20c, gravity sign of digest §8), Y_α (26), all
+  6 × nv with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's end frame
+  moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3);
+* **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal);
+* **backward pass** (links children first, each link's joints in reverse; :func:`_backward_link`): 𝓕^C, 𝓜^C, 𝓝^C, U^S,
+  P^S, V^S, W^S (22c–22g, 28c, 33). A link starts from the sums of its children (rule 4 and eq. (40): over all
+  branches), each child's sums at its first joint plus its joint frame's point quantities, moved to the parent's end
+  frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
+  (32), and are stacked into the global matrices (eq. (42)).
+
+A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block. Spherical and free joints (whose S_α =
+Ad_X S̄ depends on q in the tangent-space sense) are not covered: :func:`covered` says whether a linkage is, and the
+rules of :mod:`jaxse3.linkage._rules` differentiate the others by autodiff of the plain recursion.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.typing import DTypeLike
+from jaxtyping import Array, Float
+
+from jaxse3 import rigid, se3
+from jaxse3.linkage._dynamics import check_state
+from jaxse3.linkage._model import Link, Linkage
+from jaxse3.rod import kinematics as rod_kinematics, magnus
+
+__all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
+
+
+class IDDerivatives(NamedTuple):
+    """ID and its derivatives (each (nv,) or (nv, nv))."""
+
+    tau: Float[Array, " nv"]
+    dq: Float[Array, "nv nv"]  # ∂ID/∂q (21, 41a)
+    dqd: Float[Array, "nv nv"]  # ∂ID/∂q̇ (27, 41b)
+    M: Float[Array, "nv nv"]  # ∂ID/∂q̈ = M(q) (32, 41c)
+
+
+class LinkJoints(NamedTuple):
+    """A link's joints (leading axis: the link's joints), their matrices on the link's own n_l coordinates."""
+
+    step: Float[Array, "m 4 4"]
+    Ad_inv: Float[Array, "m 6 6"]
+    coAd: Float[Array, "m 6 6"]
+    S: Float[Array, "m 6 n_l"]
+    S_qd: Float[Array, "m 6"]
+    S_acc: Float[Array, "m 6"]
+    Sd: Float[Array, "m 6 n_l"]
+    dS_qd: Float[Array, "m 6 n_l"]
+    dS_qdd: Float[Array, "m 6 n_l"]
+    dSd_qd: Float[Array, "m 6 n_l"]
+
+
+class Kinematics(NamedTuple):
+    """What the forward pass carries from point to point (stacked over a link's points in its output)."""
+
+    g: Float[Array, "4 4"]
+    eta: Float[Array, " 6"]
+    etad: Float[Array, " 6"]
+    J: Float[Array, "6 nv"]  # S^B
+    RB: Float[Array, "6 nv"]
+    QB: Float[Array, "6 nv"]
+    YB: Float[Array, "6 nv"]
+
+    def moved(self, P: Float[Array, "4 4"]) -> Kinematics:
+        """Through the fixed transform P (rule 3): g P and every twist-like quantity by Ad⁻¹_P."""
+        Ai = se3.Ad_inv(P)
+        return Kinematics(self.g @ P, *(Ai @ x for x in self[1:]))
+
+
+class Sums(NamedTuple):
+    """The backward pass's carry at a joint (all zero past a leaf's end)."""
+
+    FC: Float[Array, " 6"]
+    MC: Float[Array, "6 6"]
+    NC: Float[Array, "6 6"]
+    U: Float[Array, "6 nv"]
+    P: Float[Array, "6 nv"]
+    V: Float[Array, "6 nv"]
+    W: Float[Array, "6 nv"]
+
+    @classmethod
+    def zero(cls, nv: int, dtype: DTypeLike) -> Sums:
+        z6, zn = jnp.zeros((6, 6), dtype), jnp.zeros((6, nv), dtype)
+        return cls(jnp.zeros(6, dtype), z6, z6, zn, zn, zn, zn)
+
+    def moved(self, P: Float[Array, "4 4"]) -> Sums:
+        """To the frame in which P is the pose of this carry's frame: wrenches by Ad*_P, 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P."""
+        As, Ai = se3.coAd(P), se3.Ad_inv(P)
+        return Sums(As @ self.FC, As @ self.MC @ Ai, As @ self.NC @ Ai, *(As @ x for x in self[3:]))
+
+
+class Points(NamedTuple):
+    """Point quantities (leading axis: a link's points)."""
+
+    F: Float[Array, "p 6"]
+    M: Float[Array, "p 6 6"]
+    N: Float[Array, "p 6 6"]
+
+
+def covered(linkage: Linkage) -> bool:
+    """Whether the analytical derivatives cover every joint of ``linkage`` (no spherical or free joint)."""
+    return all(link.joint not in ("spherical", "free") for link in linkage.links)
+
+
+def _link_joints(link: Link, q, qd, qdd) -> LinkJoints:
+    """The joint quantities of a link (module docstring)."""
+    if link.joint == "soft":
+        j = rod_kinematics.joints(link.body, q, qd, qdd, derivatives=True)
+        return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd)
+    dtype = link.axis.dtype
+    if link.joint == "fixed":
+        step = jnp.eye(4, dtype=dtype)
+        S = jnp.zeros((6, 0), dtype)
+        z = jnp.zeros(6, dtype)
+    else:
+        R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], q[None])
+        step = se3.from_rotation_translation(R[0], p[0])
+        S = link.axis[:, None]
+        z = None
+    vel = z if z is not None else S @ qd
+    acc = z if z is not None else S @ qdd
+    zS = jnp.zeros_like(S)
+    one = LinkJoints(step, se3.Ad_inv(step), se3.coAd(step), S, vel, acc, zS, zS, zS, zS)
+    return jax.tree.map(lambda a: a[None], one)
+
+
+def _embed(X: Array, S: Array, start: int) -> Array:
+    """X + [0 S 0] (6, nv): a link's (6, n_l) columns added at its coordinates."""
+    return X.at[:, start : start + S.shape[1]].add(S)
+
+
+def _forward_link(k: Kinematics, jt: LinkJoints, start: int, grav: Array) -> tuple[Kinematics, tuple[Array, ...]]:
+    """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26)."""
+    ad = se3.ad
+
+    def point(k: Kinematics, j: LinkJoints):
+        eta_p = k.eta + j.S_qd  # η_α⁺
+        etad_p = k.etad + j.S_acc + ad(k.eta) @ j.S_qd  # η̇_α⁺
+        gloc = se3.Ad_inv(k.g) @ grav
+        R = ad(eta_p) @ j.S + j.dS_qd  # (20b)
+        Q = ad(etad_p) @ j.S + ad(eta_p) @ R + ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - ad(gloc) @ j.S  # (20c)
+        Y = R + ad(k.eta) @ j.S + j.Sd  # (26)
+        moved = lambda X, XB: j.Ad_inv @ _embed(XB, X, start)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
+        nxt = Kinematics(
+            k.g @ j.step,
+            j.Ad_inv @ eta_p,
+            j.Ad_inv @ etad_p,
+            moved(j.S, k.J),
+            moved(R, k.RB),
+            moved(Q, k.QB),
+            moved(Y, k.YB),
+        )
+        return nxt, (nxt, (R, Q, Y))
+
+    _, (pts, terms) = jax.lax.scan(point, k, jt)
+    return jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), k, pts), terms
+
+
+def _point_quantities(M: Array, k: Kinematics, grav: Array) -> Points:
+    """𝓕_k = 𝓜(η̇ − Ad⁻¹_g𝓖) + ad*_η𝓜η (16) and 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ."""
+    adeta = se3.ad(k.eta)
+    Meta = jnp.einsum("kij,kj->ki", M, k.eta)
+    acc = k.etad - jnp.einsum("kij,j->ki", se3.Ad_inv(k.g), grav)
+    F = jnp.einsum("kij,kj->ki", M, acc) - jnp.einsum("kji,kj->ki", adeta, Meta)
+    N = -se3.adbar(Meta) - jnp.swapaxes(adeta, -1, -2) @ M - M @ adeta
+    return Points(F, M, N)
+
+
+def _backward_link(
+    link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array, start: int
+) -> tuple[Sums, tuple[Array, ...]]:
+    """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇)."""
+    lie = se3
+    soft = link.joint == "soft"
+    if soft:
+        rod = link.body
+        extra = (*rod_kinematics.joint_twists(rod, q), rod.Phi_c, rod.h)
+    else:
+        extra = None
+
+    def step(s: Sums, x):
+        j, k, (R, Q, Y), p, e = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
+        FC = j.coAd @ (p.F + s.FC)  # (22c)
+        MC = j.coAd @ (p.M + s.MC) @ j.Ad_inv  # (22e)
+        NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
+        Sg = _embed(jnp.zeros_like(k.J), j.S, start)
+        W = MC @ Sg + j.coAd @ s.W  # (33)
+        U = NC @ _embed(jnp.zeros_like(k.J), R, start) + MC @ _embed(jnp.zeros_like(k.J), Q, start) + j.coAd @ s.U
+        P = -lie.adbar(FC) @ Sg + j.coAd @ s.P  # (22g)
+        V = NC @ Sg + MC @ _embed(jnp.zeros_like(k.J), Y, start) + j.coAd @ s.V  # (28c)
+        ST = j.S.T
+        dq = ST @ (NC @ k.RB + MC @ k.QB + U + P)  # (21)
+        if e is not None:  # C29: ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
+            Om, Zj, Phi_c, h = e
+            w = lie.dexpT_apply(Om, FC)
+            local = Zj.T @ lie.dexpT_jac(Om, FC) @ Zj + magnus.magnus_dZT(Phi_c, w, h, link.body.expansion_order)
+            dq = _embed(dq, local, start)
+        rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
+        return Sums(FC, MC, NC, U, P, V, W), rows
+
+    start_pts = jax.tree.map(lambda a: a[:-1], pts)
+    next_q = jax.tree.map(lambda a: a[1:], quantities)
+    sums, rows = jax.lax.scan(step, ahead, (jt, start_pts, terms, next_q, extra), reverse=True)
+    return sums, tuple(jnp.sum(r, axis=0) for r in rows)
+
+
+def inverse_dynamics_derivatives(
+    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+) -> IDDerivatives:
+    """ID(q, q̇, q̈), ∂ID/∂q, ∂ID/∂q̇ and M = ∂ID/∂q̈ in one forward and one backward pass over the tree (seed 003
+    eqs. (14), (21), (27), (32), (39)–(42); module docstring). Linkages with spherical or free joints are not covered
+    (:func:`covered`): ValueError."""
+    if not covered(linkage):
+        raise ValueError(
+            "inverse_dynamics_derivatives: the analytical derivatives do not cover spherical or free joints yet; "
+            "differentiate jaxse3.linkage.inverse_dynamics with jax.jacfwd"
+        )
+    args = check_state("inverse_dynamics_derivatives", linkage, q=q, qd=qd, qdd=qdd)
+    q, qd, qdd = (args[k] for k in ("q", "qd", "qdd"))
+    nv, dtype = linkage.nv, jnp.result_type(q, qd, qdd, linkage.gravity.dtype)
+    grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
+    zero = jnp.zeros((6, nv), dtype)
+    world = Kinematics(jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, zero, zero, zero)
+    forward = []
+    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+        qs, vs = linkage.q_slice(i), linkage.v_slice(i)
+        jt = _link_joints(link, q[qs], qd[vs], qdd[vs])
+        base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
+        pts, terms = _forward_link(base.moved(link.placement.astype(dtype)), jt, vs.start, grav)
+        if link.joint == "soft":
+            M = jax.vmap(jnp.diag)(link.body.inertia.astype(dtype))
+        else:
+            M = jnp.stack([jnp.zeros((6, 6), dtype), link.body.astype(dtype)])
+        forward.append((jt, pts, terms, _point_quantities(M, pts, grav)))
+    tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
+    ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
+    for i in reversed(range(len(linkage.links))):
+        link, (jt, pts, terms, quantities) = linkage.links[i], forward[i]
+        vs = linkage.v_slice(i)
+        sums, rows = _backward_link(link, jt, pts, terms, quantities, ahead[i], q[linkage.q_slice(i)], vs.start)
+        parent = linkage.parents[i]
+        if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
+            p0 = jax.tree.map(lambda a: a[0], quantities)
+            at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N)
+            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(link.placement.astype(dtype)))
+        tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
+    arm = linkage.armature.astype(dtype)
+    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm + jnp.diag(arm))
