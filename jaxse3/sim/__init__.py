@@ -6,7 +6,8 @@ models' ``custom_jvp`` rules (eqs. (6)–(9)), or by fixed-step Newmark-β (eqs.
 Jacobian kept across steps), and explicit solvers for comparison; derivatives of a simulation by the adjoint of
 :data:`ADJOINTS`. Batches run as vmapped chunks, Newmark batches as stacks of systems on one time grid
 (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter pytree):
-:func:`rod_system` wraps a :mod:`jaxse3.rod` rod, :func:`rigid_system` a rigid tree. Seed 004:
+:func:`rod_system` wraps a :mod:`jaxse3.rod` rod, :func:`rigid_system` a rigid tree,
+:func:`linkage_system` a :mod:`jaxse3.linkage` linkage of rigid and soft links. Seed 004:
 :func:`simulate_multibody` integrates a :class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³)
 with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajectory`.
 """
@@ -16,7 +17,15 @@ from jaxse3.sim._multibody import simulate_multibody
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
 from jaxse3.sim.dynamics import ADJOINTS, SOLVERS, StepChord, simulate
 from jaxse3.sim.statics import StaticsSolution, solve_statics
-from jaxse3.sim.system import SampledInput, System, as_input, finite_difference, rigid_system, rod_system
+from jaxse3.sim.system import (
+    SampledInput,
+    System,
+    as_input,
+    finite_difference,
+    linkage_system,
+    rigid_system,
+    rod_system,
+)
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
@@ -24,6 +33,7 @@ __all__ = [
     "System",
     "rod_system",
     "rigid_system",
+    "linkage_system",
     "SampledInput",
     "as_input",
     "finite_difference",

@@ -13,7 +13,9 @@ whatever ``jax.jvp`` finds: for a rod, the analytical ``custom_jvp`` rules of :m
 swaps them for forward differences (seed 003 eq. (38), ε = 1e−6), the baseline of the paper's Table 3.
 
 :func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact), :func:`rigid_system`
-a :class:`jaxse3.rigid.Model` whose joints have one degree of freedom each (joint torques as inputs).
+a :class:`jaxse3.rigid.Model` whose joints have one degree of freedom each (joint torques as inputs),
+:func:`linkage_system` a :class:`jaxse3.linkage.Linkage` of rigid and soft links (joint efforts and tendon tensions as
+inputs).
 
 Inputs ``u(t)`` are any callable of time; :class:`SampledInput` interpolates sampled values (a pytree, so batches of
 sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
@@ -30,9 +32,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from jaxse3 import rigid, rod as rods
+from jaxse3 import linkage as linkages, rigid, rod as rods
 
-__all__ = ["System", "rod_system", "rigid_system", "SampledInput", "as_input", "finite_difference"]
+__all__ = [
+    "System",
+    "rod_system",
+    "rigid_system",
+    "linkage_system",
+    "SampledInput",
+    "as_input",
+    "finite_difference",
+]
 
 
 class System(eqx.Module):
@@ -199,6 +209,51 @@ def rigid_system(model: rigid.Model) -> System:
         model.nv,
         _rigid_scale_loads,
         acceleration_hessians=_rigid_acceleration_hessians,
+    )
+
+
+def _linkage_forward_dynamics(linkage, q, qd, u):
+    return linkages.forward_dynamics(linkage, q, qd, u)
+
+
+def _linkage_residual(linkage, q, qd, qdd, u):
+    return linkages.generalized_forces(linkage, q, qd, u) - linkages.inverse_dynamics(linkage, q, qd, qdd)
+
+
+def _linkage_points(linkage, q):
+    return linkages.forward_kinematics(linkage, q)[:, :3, 3]
+
+
+def _linkage_scale_loads(linkage, lam):
+    return eqx.tree_at(lambda m: m.gravity, linkage, lam * linkage.gravity)
+
+
+def linkage_system(linkage: linkages.Linkage) -> System:
+    """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`): ``q̈ = FD(q, q̇,
+    u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon tensions as inputs
+    (link order), all computational points as points (the last link's end is the tip).
+
+    Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42)). As for
+    :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
+    quaternions) are rejected.
+    """
+    if not isinstance(linkage, linkages.Linkage):
+        raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
+    if linkage.nq != linkage.nv:
+        multi = sorted({link.joint for link in linkage.links if link.joint in ("spherical", "free")})
+        raise ValueError(
+            f"linkage_system: every joint must have as many coordinates as velocities (nq == nv), got nq = "
+            f"{linkage.nq}, nv = {linkage.nv} (joint types {multi} store quaternions, which the drivers would "
+            f"integrate as vectors)"
+        )
+    return System(
+        linkage,
+        _linkage_forward_dynamics,
+        _linkage_residual,
+        _linkage_points,
+        linkage.nv,
+        linkage.n_inputs,
+        _linkage_scale_loads,
     )
 
 
