@@ -10,9 +10,17 @@ Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules, each impo
 ``_model`` (:class:`Link`, :class:`Linkage`); ``_dynamics`` (the forward pass over the links' computational points,
 the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, generalised forces); ``_derivatives`` (the
 recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward pass); ``_rules``
-(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD).
+(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD);
+``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
+rule, the residual, the prescribed joints' efforts).
 """
 
+from ._control import (
+    JointControl as JointControl,
+    controlled_efforts as controlled_efforts,
+    controlled_forward_dynamics as controlled_forward_dynamics,
+    controlled_residual as controlled_residual,
+)
 from ._derivatives import IDDerivatives as IDDerivatives, inverse_dynamics_derivatives as inverse_dynamics_derivatives
 from ._dynamics import (
     PointStates as PointStates,
@@ -46,4 +54,8 @@ __all__ = [
     "generalized_forces_derivatives",
     "forward_dynamics",
     "forward_dynamics_jacobians",
+    "JointControl",
+    "controlled_forward_dynamics",
+    "controlled_residual",
+    "controlled_efforts",
 ]

@@ -23,6 +23,7 @@ from jaxse3.sim.system import (
     as_input,
     finite_difference,
     linkage_system,
+    prescribed_inputs,
     rigid_system,
     rod_system,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "rod_system",
     "rigid_system",
     "linkage_system",
+    "prescribed_inputs",
     "SampledInput",
     "as_input",
     "finite_difference",

@@ -23,13 +23,14 @@ sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import linkage as linkages, rigid, rod as rods
@@ -39,6 +40,7 @@ __all__ = [
     "rod_system",
     "rigid_system",
     "linkage_system",
+    "prescribed_inputs",
     "SampledInput",
     "as_input",
     "finite_difference",
@@ -228,14 +230,48 @@ def _linkage_scale_loads(linkage, lam):
     return eqx.tree_at(lambda m: m.gravity, linkage, lam * linkage.gravity)
 
 
-def linkage_system(linkage: linkages.Linkage) -> System:
-    """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`): ``q̈ = FD(q, q̇,
-    u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon tensions as inputs
-    (link order), all computational points as points (the last link's end is the tip).
+def _split(control):
+    return np.asarray(control.unknown, int), np.asarray(control.known, int), len(control.known)
 
-    Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42)). As for
-    :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
-    quaternions) are rejected.
+
+def _controlled_forward_dynamics(control, q, qd, inputs):
+    u, k, nk = _split(control)
+    qdd_u = linkages.controlled_forward_dynamics(control, q[u], qd[u], inputs)
+    return jnp.zeros_like(qdd_u, shape=q.shape).at[u].set(qdd_u).at[k].set(inputs[2 * nk : 3 * nk])
+
+
+def _controlled_residual(control, q, qd, qdd, inputs):
+    u, k, nk = _split(control)
+    r_u = linkages.controlled_residual(control, q[u], qd[u], qdd[u], inputs)
+    return jnp.zeros_like(r_u, shape=q.shape).at[u].set(r_u).at[k].set(inputs[:nk] - q[k])
+
+
+def _controlled_points(control, q):
+    return _linkage_points(control.linkage, q)
+
+
+def _controlled_scale_loads(control, lam):
+    return eqx.tree_at(lambda c: c.linkage.gravity, control, lam * control.linkage.gravity)
+
+
+def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) -> System:
+    """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`): ``q̈ = FD(q, q̇,
+        u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon tensions as inputs
+        (link order), all computational points as points (the last link's end is the tip).
+
+        ``prescribed``: names of revolute, prismatic or helical links whose joints follow prescribed trajectories
+        (joint-coordinate control, seed 003 §5.1; :class:`jaxse3.linkage.JointControl`). The inputs are then
+        ``(q_k, q̇_k, q̈_k, u_known)`` — build them with :func:`prescribed_inputs` — and the state stays the whole q: the
+        unknown coordinates follow eq. (43) (q̈_u = M_uu⁻¹(τ_u − ID_u), the dynamics reading q_k and q̇_k from the inputs,
+        so the prescribed values overwrite the state at every call), the prescribed ones q̈_k; the residual of Newmark-β
+        and statics is eq. (45a) on the unknown rows and q_k(t) − q_k on the prescribed ones (the state then equals the
+        prescription at every step). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0) (the state's
+    q̇_k integrates q̈_k(t) from there; the dynamics read q_k, q̇_k from the inputs either way). The efforts the prescribed
+        joints exert follow from a solution with :func:`jaxse3.linkage.controlled_efforts`.
+
+        Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
+        :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
+        quaternions) are rejected.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -246,6 +282,17 @@ def linkage_system(linkage: linkages.Linkage) -> System:
             f"{linkage.nq}, nv = {linkage.nv} (joint types {multi} store quaternions, which the drivers would "
             f"integrate as vectors)"
         )
+    if prescribed:
+        control = linkages.JointControl(linkage, prescribed)
+        return System(
+            control,
+            _controlled_forward_dynamics,
+            _controlled_residual,
+            _controlled_points,
+            linkage.nv,
+            control.n_inputs,
+            _controlled_scale_loads,
+        )
     return System(
         linkage,
         _linkage_forward_dynamics,
@@ -255,6 +302,40 @@ def linkage_system(linkage: linkages.Linkage) -> System:
         linkage.n_inputs,
         _linkage_scale_loads,
     )
+
+
+class _Prescription(eqx.Module):
+    positions: Callable
+    inputs: Callable
+
+    def __call__(self, t):
+        t = jnp.asarray(t, dtype=float)
+        velocity = lambda t: jax.jvp(self.positions, (t,), (jnp.ones_like(t),))
+        (qk, qdk), (_, qddk) = jax.jvp(velocity, (t,), (jnp.ones_like(t),))
+        return jnp.concatenate([qk, qdk, qddk, self.inputs(t)])
+
+
+def prescribed_inputs(
+    system: System,
+    positions: Callable[[Real[ArrayLike, ""]], Float[Array, " n_k"]],
+    inputs: Float[ArrayLike, " n_u"] | Callable[[Real[ArrayLike, ""]], Float[Array, " n_u"]] | None = None,
+) -> Callable[[Real[ArrayLike, ""]], Float[Array, " n_inputs"]]:
+    """The inputs ``t -> (q_k, q̇_k, q̈_k, u_known)`` of a :func:`linkage_system` with prescribed joints.
+
+    ``positions``: ``t -> q_k(t)`` (n_k,), the prescribed joints' coordinates in link order, a JAX function of t
+    (twice differentiable: its velocities and accelerations are its derivatives, by forward-mode autodiff);
+    ``inputs``: the other inputs (the rods' tendon tensions, the efforts of actuated joints that are not prescribed),
+    as for :func:`as_input`.
+    """
+    control = system.params
+    if not isinstance(control, linkages.JointControl):
+        raise TypeError("prescribed_inputs: system must be a linkage_system(..., prescribed=...) (prescribed joints)")
+    if not callable(positions):
+        raise TypeError("prescribed_inputs: positions must be a function t -> q_k(t)")
+    shape = jax.eval_shape(positions, 0.0).shape
+    if shape != (len(control.known),):
+        raise ValueError(f"prescribed_inputs: positions(t) must return shape ({len(control.known)},), got {shape}")
+    return _Prescription(positions, as_input(inputs, len(control.known_inputs)))
 
 
 class SampledInput(eqx.Module):

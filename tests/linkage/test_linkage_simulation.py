@@ -75,3 +75,67 @@ def test_static_equilibrium_is_stationary_for_the_potential_energy():
     grad = jax.grad(lambda q: _energy(PENDULUM, q, jnp.zeros_like(q)))(sol.q)
     np.testing.assert_allclose(grad, 0.0, atol=1e-9)
     assert abs(float(sol.q[0])) < 0.2  # it hangs (nearly) down
+
+
+def test_a_joint_held_still_is_a_fixed_joint():
+    """Prescribing the revolute joint at a constant angle gives the motion of the linkage whose joint is fixed there."""
+    theta = 0.4
+    system = sim.linkage_system(PENDULUM, prescribed=("link",))
+    inputs = sim.prescribed_inputs(system, lambda t: jnp.full((1,), theta) + 0.0 * t)
+    q0 = jnp.zeros(PENDULUM.nq).at[0].set(theta).at[1:4].set(jnp.array([0.5, -0.3, 0.2]))
+    held = sim.simulate(system, inputs, t_final=0.3, q0=q0, rtol=1e-9, atol=1e-11, n_save=7)
+    link = PENDULUM.links[0]
+    turned = se3.exp(theta * jnp.asarray(link.axis))
+    fixed = lk.Link.rigid("link", None, "fixed", link.body, turned)
+    frozen = lk.Linkage([fixed, *PENDULUM.links[1:]])
+    free = sim.simulate(sim.linkage_system(frozen), t_final=0.3, q0=q0[1:], rtol=1e-9, atol=1e-11, n_save=7)
+    assert held.ok and free.ok
+    np.testing.assert_allclose(held.q[:, 0], theta, atol=1e-12)
+    np.testing.assert_allclose(held.q[:, 1:], free.q, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(held.points, free.points, atol=1e-8)
+
+
+def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_energy():
+    """q_k(t) = 0.5 sin(2πt): the state follows it, and the work of the joint's effort (controlled_efforts, integrated
+    over the samples) equals the change of the undamped linkage's energy."""
+    system = sim.linkage_system(PENDULUM, prescribed=("link",))
+    f = lambda t: 0.5 * jnp.sin(2 * jnp.pi * t)[None]
+    inputs = sim.prescribed_inputs(system, f)
+    qd0 = jnp.zeros(PENDULUM.nv).at[0].set(inputs(0.0)[1])  # the state starts on the prescription: q̇_k(0) = π
+    traj = sim.simulate(system, inputs, t_final=0.5, qd0=qd0, rtol=1e-10, atol=1e-12, n_save=401)
+    assert traj.ok
+    np.testing.assert_allclose(traj.q[:, 0], jax.vmap(f)(traj.t)[:, 0], atol=1e-7)
+    control = system.params
+    u_idx = np.asarray(control.unknown)
+
+    def power(q, qd, u):
+        qdd = system.acceleration(q, qd, u)
+        effort = lk.controlled_efforts(control, q[u_idx], qd[u_idx], qdd[u_idx], u)
+        return effort @ qd[np.asarray(control.known)]
+
+    p = jax.vmap(power)(traj.q, traj.qd, traj.u)
+    work = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(traj.t))])
+    energy = jax.vmap(lambda q, qd: _energy(PENDULUM, q, qd))(traj.q, traj.qd)
+    scale = np.abs(work).max()
+    assert scale > 0.01  # the joint does work: 10 mJ or more at some time
+    np.testing.assert_allclose(energy - energy[0], work, atol=1e-4 * scale)
+
+
+def test_controlled_forward_dynamics_jacobians_match_autodiff_and_central_differences():
+    """Eq. (44) (the rule) against autodiff of the plain reduced dynamics and central differences."""
+    from jaxse3.linkage._control import _fd_plain
+
+    control = lk.JointControl(PENDULUM, ("link",))
+    k = jax.random.split(jax.random.PRNGKey(7), 3)
+    q_u, qd_u = 0.3 * jax.random.normal(k[0], (6,)), jax.random.normal(k[1], (6,))
+    inputs = jax.random.normal(k[2], (3,))
+    fd = lambda *a: lk.controlled_forward_dynamics(control, *a)
+    got = jax.jacfwd(fd, argnums=(0, 1, 2))(q_u, qd_u, inputs)
+    plain = jax.jacfwd(lambda *a: _fd_plain(control, *a), argnums=(0, 1, 2))(q_u, qd_u, inputs)
+    eps = 1e-6
+    args = (q_u, qd_u, inputs)
+    for i, (g, p) in enumerate(zip(got, plain)):
+        np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12 * np.abs(p).max())
+        shift = lambda e: [a + e if j == i else a for j, a in enumerate(args)]
+        central = np.stack([(fd(*shift(e)) - fd(*shift(-e))) / (2 * eps) for e in np.eye(args[i].shape[0]) * eps], 1)
+        np.testing.assert_allclose(g, central, rtol=1e-6, atol=1e-7 * np.abs(central).max())
