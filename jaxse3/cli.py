@@ -22,7 +22,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxse3.demo import demo, run_optimisation_example, run_rod_example  # noqa: E402
+from jaxse3.demo import demo, run_optimisation_example, run_simulation_example  # noqa: E402
 
 
 def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) -> None:
@@ -38,6 +38,7 @@ def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) 
 EXAMPLES = {
     "cdm": "seed 003 cable-driven soft manipulator, 10 s dynamics (the main job)",
     "cdm-contact": "the CDM inside a hollow cylinder with Hertz-type contact (seed 003 §6.2)",
+    "serial-robot": "hybrid serial robot: 7 prescribed revolute joints and a soft link, 27 DoF (seed 003 §5.1)",
     "lie-demo": "accuracy and speed of the SE(3) core's closed forms (exp, log, dexp, derivatives)",
 }
 #: the problems of ``jaxse3 optimize``
@@ -155,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         if unused:
             parser.error(f"{', '.join(unused)}: only for lie-demo, not for {args.example}")
         _writable_folder(parser, "--out", args.out)
-        args.contact = args.example == "cdm-contact"
-        return run_rod_example(args.example, args)
+        return run_simulation_example(args.example, args)
     if args.command == "run":
         unused = _unused(run, args, _ROD_OPTIONS)
         if unused:

@@ -1,5 +1,6 @@
 """The built-in examples behind the ``jaxse3`` command: the demo of the SE(3) core (accuracy against an independent
-float64 reference, batched timings) and the rod scenarios (the seed 003 CDM, with and without contact).
+float64 reference, batched timings), the simulation scenarios (the seed 003 CDM, with and without contact; the hybrid
+serial robot) and the trajectory optimisation problems.
 
 Each function prints its report and returns (or writes) its results; :mod:`jaxse3.cli` only parses arguments and
 dispatches here.
@@ -139,27 +140,40 @@ def demo(batch: int = 10_000, save: str | None = None) -> dict:
     return result
 
 
-def run_rod_example(name: str, args: argparse.Namespace) -> int:
-    """Simulate a built-in rod scenario; print the timing summary (compilation apart from the simulation); write
-    ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``."""
-    from jaxse3._compile import STATS
-    from jaxse3.sim import scenarios, simulate
+def _scenario(name: str):
+    """(system, inputs, description) of a built-in simulation example."""
+    from jaxse3.sim import scenarios
 
-    if args.contact:
-        system, inputs, what = (
-            scenarios.cdm_contact_system(),
-            scenarios.cdm_tensions(2.0),
-            ("the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"),
+    if name == "serial-robot":
+        system, inputs = scenarios.serial_robot()
+        linkage = system.params.linkage
+        rod = linkage.links[-1].body
+        what = (
+            f"the seed 003 hybrid serial robot, 7 prescribed revolute joints and a soft link; {linkage.nv} DoF "
+            f"({rod.n_dof} soft), {linkage.n_points} points"
         )
+        return system, inputs, what
+    if name == "cdm-contact":
+        system, inputs = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0)
+        what = "the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"
     else:
         system, inputs, what = scenarios.cdm_system(), scenarios.cdm_tensions(), "the seed 003 cable-driven manipulator"
     rod = system.params[0]
+    return system, inputs, f"{what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables"
+
+
+def run_simulation_example(name: str, args: argparse.Namespace) -> int:
+    """Simulate a built-in scenario (:func:`_scenario`); print the timing summary (compilation apart from the
+    simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``."""
+    from jaxse3._compile import STATS
+    from jaxse3.sim import simulate
+
+    system, inputs, what = _scenario(name)
     kw = dict(
         solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save, max_steps=args.max_steps
     )
     print(
-        f"jaxse3 run {name}: {what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables; "
-        f"{args.t_final:g} s with {args.solver} (analytic Jacobian)"
+        f"jaxse3 run {name}: {what}; {args.t_final:g} s with {args.solver} (analytic Jacobian)"
         + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"),
         flush=True,
     )

@@ -14,7 +14,14 @@ from jaxse3.sim import Trajectory
 def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in ("cdm", "cdm-contact", "lie-demo", "jaxse3 optimize cdm-reach", "jaxse3 optimize arm-reach"):
+    for name in (
+        "cdm",
+        "cdm-contact",
+        "serial-robot",
+        "lie-demo",
+        "jaxse3 optimize cdm-reach",
+        "jaxse3 optimize arm-reach",
+    ):
         assert name in out
 
 

@@ -17,19 +17,46 @@ which the text does not contain, so the default inputs here are our own, documen
 
 so the tip sweeps around the axis, then twists. The contact scenario uses twice these peaks so that the rod reaches
 the wall of the cylinder (radius 0.15 m, k_c = 1e5 N/m, p = 1.5, 12 computational points).
+
+**Hybrid serial robot** (seed 003 §5.1, digest §5.2; :func:`serial_robot`): seven rigid links on revolute joints,
+then a soft Kirchhoff link on a fixed joint — 7 + 4 strains × 5 modes = 27 DoF. The paper gives neither the rigid
+links' dimensions and masses nor the joint angles (a figure only); our choices:
+
+* rigid link i (i = 1 … 7): 0.1 m long along its local x, 0.3 kg, a slender cylinder of radius 2 cm about its centre
+  (0.05, 0, 0); joint i+1 at its far end; joint axes alternate local y and local x (the paper's blue and red links),
+  starting with y; the arm lies along the world x axis at q = 0, the base at the origin;
+* the soft link: L = 0.5 m, circular section of radius 1.5 cm → 1 cm (linear), the CDM's material (E = 1 MPa,
+  ν = 0.5, ρ = 1000 kg/m³, υ = 10⁴ Pa·s), strains ω_x, ω_y, ω_z, v_x with Legendre order 4 (no shear: Kirchhoff),
+  5 Gauss points; it hangs from the seventh link's far end along the world −z axis, so q = 0 is an equilibrium;
+* prescribed joint angles q_i(t) = A_i (1 − cos(2π t/P_i))/2 (from rest), A = (π/6, −π/8, π/8, −π/6, π/8, −π/8,
+  π/6) rad, P_i = 4 + 0.5 (i − 1) s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
-from jaxse3 import rod as rods
-from jaxse3.sim.system import System, rod_system
+from jaxse3 import linkage as linkages, rigid, rod as rods, se3
+from jaxse3.rod.basis import LegendreBasis
+from jaxse3.rod.geometry import CircularSection, Material
+from jaxse3.sim.system import System, linkage_system, prescribed_inputs, rod_system
 
-__all__ = ["PulseInputs", "cdm_tensions", "cdm_system", "cdm_contact_system", "CDM_T_FINAL"]
+__all__ = [
+    "PulseInputs",
+    "cdm_tensions",
+    "cdm_system",
+    "cdm_contact_system",
+    "CDM_T_FINAL",
+    "serial_robot",
+    "serial_robot_linkage",
+    "SERIAL_JOINTS",
+]
 
 CDM_T_FINAL = 10.0
 
@@ -67,3 +94,52 @@ def cdm_contact_system(radius: float = 0.15, stiffness: float = 1e5, exponent: f
     """The CDM inside a hollow cylinder about the world z axis (seed 003 §6.2): 12 computational points (10 Gauss)."""
     contact = rods.CylinderContact(radius=radius, stiffness=stiffness, exponent=exponent)
     return rod_system(rods.cdm_rod(n_gauss=10), rods.Loads(contact=contact))
+
+
+#: the hybrid serial robot's joint links, in order (module docstring)
+SERIAL_JOINTS = tuple(f"link{i}" for i in range(1, 8))
+_SERIAL_AMPLITUDES = np.array([1 / 6, -1 / 8, 1 / 8, -1 / 6, 1 / 8, -1 / 8, 1 / 6]) * np.pi
+_SERIAL_PERIODS = 4.0 + 0.5 * np.arange(7)
+
+
+def serial_robot_linkage() -> linkages.Linkage:
+    """The hybrid serial robot of seed 003 §5.1 (module docstring): 7 rigid revolute links and a soft link, 27 DoF."""
+    ell, mass, radius = 0.1, 0.3, 0.02
+    inertia = rigid.spatial_inertia(
+        mass, (ell / 2, 0.0, 0.0), np.diag([mass * radius**2 / 2, *(2 * [mass * (3 * radius**2 + ell**2) / 12])])
+    )
+    axes = [(0.0, 1.0, 0.0, 0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)]
+    at_end = se3.from_rotation_translation(jnp.eye(3), jnp.array([ell, 0.0, 0.0]))
+    links = [
+        linkages.Link.rigid(
+            name, None if i == 0 else SERIAL_JOINTS[i - 1], "revolute", inertia, None if i == 0 else at_end, axes[i % 2]
+        )
+        for i, name in enumerate(SERIAL_JOINTS)
+    ]
+    rod = rods.Rod(
+        length=0.5,
+        section=CircularSection(0.015, 0.01),
+        material=Material(E=1e6, rho=1000.0, nu=0.5, damping=1e4),
+        basis=LegendreBasis((4, 4, 4, 4, None, None)),
+        n_gauss=5,
+    )
+    down = jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # local x along world −z
+    links.append(linkages.Link.soft("soft", SERIAL_JOINTS[-1], rod, se3.from_rotation_translation(down, at_end[:3, 3])))
+    return linkages.Linkage(links)
+
+
+class _SerialAngles(eqx.Module):
+    amplitude: jax.Array
+    period: jax.Array
+
+    def __call__(self, t):
+        return self.amplitude * (1.0 - jnp.cos(2.0 * jnp.pi * t / self.period)) / 2.0
+
+
+def serial_robot() -> tuple[System, Callable]:
+    """The hybrid serial robot (module docstring) with its seven joints prescribed: the :func:`linkage_system` and its
+    inputs (the joint angles of the module docstring and their derivatives). Start it at rest at q = 0."""
+    system = linkage_system(serial_robot_linkage(), prescribed=SERIAL_JOINTS)
+    return system, prescribed_inputs(
+        system, _SerialAngles(jnp.asarray(_SERIAL_AMPLITUDES), jnp.asarray(_SERIAL_PERIODS))
+    )

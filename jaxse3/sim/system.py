@@ -255,23 +255,23 @@ def _controlled_scale_loads(control, lam):
 
 
 def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) -> System:
-    """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`): ``q̈ = FD(q, q̇,
-        u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon tensions as inputs
-        (link order), all computational points as points (the last link's end is the tip).
+    """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`):
+    ``q̈ = FD(q, q̇, u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon
+    tensions as inputs (link order), all computational points as points (the last link's end is the tip).
 
-        ``prescribed``: names of revolute, prismatic or helical links whose joints follow prescribed trajectories
-        (joint-coordinate control, seed 003 §5.1; :class:`jaxse3.linkage.JointControl`). The inputs are then
-        ``(q_k, q̇_k, q̈_k, u_known)`` — build them with :func:`prescribed_inputs` — and the state stays the whole q: the
-        unknown coordinates follow eq. (43) (q̈_u = M_uu⁻¹(τ_u − ID_u), the dynamics reading q_k and q̇_k from the inputs,
-        so the prescribed values overwrite the state at every call), the prescribed ones q̈_k; the residual of Newmark-β
-        and statics is eq. (45a) on the unknown rows and q_k(t) − q_k on the prescribed ones (the state then equals the
-        prescription at every step). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0) (the state's
-    q̇_k integrates q̈_k(t) from there; the dynamics read q_k, q̇_k from the inputs either way). The efforts the prescribed
-        joints exert follow from a solution with :func:`jaxse3.linkage.controlled_efforts`.
+    ``prescribed``: names of revolute, prismatic or helical links whose joints follow prescribed trajectories
+    (joint-coordinate control, seed 003 §5.1; :class:`jaxse3.linkage.JointControl`). The inputs are then
+    ``(q_k, q̇_k, q̈_k, u_known)`` — build them with :func:`prescribed_inputs` — and the state stays the whole q: the
+    unknown coordinates follow eq. (43) (q̈_u = M_uu⁻¹(τ_u − ID_u), the dynamics reading q_k and q̇_k from the
+    inputs, so the prescribed values overwrite the state at every call), the prescribed ones q̈_k; the residual of
+    Newmark-β and statics is eq. (45a) on the unknown rows and q_k(t) − q_k on the prescribed ones (the state then
+    equals the prescription at every step). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0)
+    (the state's q̇_k integrates q̈_k(t) from there; the dynamics read q_k, q̇_k from the inputs either way). The
+    efforts the prescribed joints exert follow from a solution with :func:`jaxse3.linkage.controlled_efforts`.
 
-        Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
-        :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
-        quaternions) are rejected.
+    Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
+    :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
+    quaternions) are rejected.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
