@@ -30,7 +30,7 @@ from ._dynamics import (
     mass_matrix as mass_matrix,
     point_states as point_states,
 )
-from ._model import JOINTS as JOINTS, Link as Link, Linkage as Linkage
+from ._model import JOINTS as JOINTS, Fluid as Fluid, Link as Link, Linkage as Linkage
 from ._rules import (
     forward_dynamics as forward_dynamics,
     forward_dynamics_jacobians as forward_dynamics_jacobians,
@@ -42,6 +42,7 @@ __all__ = [
     "JOINTS",
     "Link",
     "Linkage",
+    "Fluid",
     "PointStates",
     "point_states",
     "forward_kinematics",

@@ -8,14 +8,18 @@ g_{α,α+1}, the motion subspace S_α in frame α, the rates S_α q̇, S_α q̈ 
 rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint) with every q-derivative zero.
 
 * **forward pass** (links parents first, each link's joints in order; :func:`_forward_link`): g, η, η̇, J = S^B and the
-  transported sums R^B, Q^B, Y^B of the joint terms R_α (20b), Q_α (20c, gravity sign of digest §8), Y_α (26), all
-  6 × nv with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's end frame
-  moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3);
-* **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal);
+  transported sums R^B, Q^B, Y^B of the joint terms R_α (20b), Q_α (20c, without its gravity term: see below), Y_α
+  (26), all 6 × nv with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's
+  end frame moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3);
+* **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
+  in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
+  −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
+  gravity term of Q_α: it acts on the body's own mass less its buoyancy (𝓜g_k), not on the added mass. Without a
+  fluid the two forms are equal (the sign of that term is the digest §8 correction);
 * **backward pass** (links children first, each link's joints in reverse; :func:`_backward_link`): 𝓕^C, 𝓜^C, 𝓝^C, U^S,
-  P^S, V^S, W^S (22c–22g, 28c, 33). A link starts from the sums of its children (rule 4 and eq. (40): over all
-  branches), each child's sums at its first joint plus its joint frame's point quantities, moved to the parent's end
-  frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
+  P^S, V^S, W^S, E^S (22c–22g, 28c, 33, 56). A link starts from the sums of its children (rule 4 and eq. (40): over
+  all branches), each child's sums at its first joint plus its joint frame's point quantities, moved to the parent's
+  end frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
   (32), and are stacked into the global matrices (eq. (42)).
 
 A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block. Spherical and free joints (whose S_α =
@@ -33,8 +37,8 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._dynamics import check_state
-from jaxse3.linkage._model import Link, Linkage
+from jaxse3.linkage._dynamics import check_state, speed
+from jaxse3.linkage._model import Link, Linkage, PointInertias, point_inertias
 from jaxse3.rod import kinematics as rod_kinematics, magnus
 
 __all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
@@ -91,11 +95,12 @@ class Sums(NamedTuple):
     P: Float[Array, "6 nv"]
     V: Float[Array, "6 nv"]
     W: Float[Array, "6 nv"]
+    E: Float[Array, "6 nv"]  # the transported ∂𝓕_k/∂q of the point wrenches' explicit pose dependence (weight) (56)
 
     @classmethod
     def zero(cls, nv: int, dtype: DTypeLike) -> Sums:
         z6, zn = jnp.zeros((6, 6), dtype), jnp.zeros((6, nv), dtype)
-        return cls(jnp.zeros(6, dtype), z6, z6, zn, zn, zn, zn)
+        return cls(jnp.zeros(6, dtype), z6, z6, zn, zn, zn, zn, zn)
 
     def moved(self, P: Float[Array, "4 4"]) -> Sums:
         """To the frame in which P is the pose of this carry's frame: wrenches by Ad*_P, 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P."""
@@ -109,6 +114,7 @@ class Points(NamedTuple):
     F: Float[Array, "p 6"]
     M: Float[Array, "p 6 6"]
     N: Float[Array, "p 6 6"]
+    dF: Float[Array, "p 6 nv"]  # ∂𝓕_k/∂q through the weight's dependence on the point's orientation
 
 
 def covered(linkage: Linkage) -> bool:
@@ -143,16 +149,16 @@ def _embed(X: Array, S: Array, start: int) -> Array:
     return X.at[:, start : start + S.shape[1]].add(S)
 
 
-def _forward_link(k: Kinematics, jt: LinkJoints, start: int, grav: Array) -> tuple[Kinematics, tuple[Array, ...]]:
-    """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26)."""
+def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics, tuple[Array, ...]]:
+    """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26); Q
+    without its gravity term, which the points' weights carry as loads (:func:`_point_quantities`)."""
     ad = se3.ad
 
     def point(k: Kinematics, j: LinkJoints):
         eta_p = k.eta + j.S_qd  # η_α⁺
         etad_p = k.etad + j.S_acc + ad(k.eta) @ j.S_qd  # η̇_α⁺
-        gloc = se3.Ad_inv(k.g) @ grav
         R = ad(eta_p) @ j.S + j.dS_qd  # (20b)
-        Q = ad(etad_p) @ j.S + ad(eta_p) @ R + ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd - ad(gloc) @ j.S  # (20c)
+        Q = ad(etad_p) @ j.S + ad(eta_p) @ R + ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd  # (20c) without gravity
         Y = R + ad(k.eta) @ j.S + j.Sd  # (26)
         moved = lambda X, XB: j.Ad_inv @ _embed(XB, X, start)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
         nxt = Kinematics(
@@ -170,14 +176,25 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int, grav: Array) -> tup
     return jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), k, pts), terms
 
 
-def _point_quantities(M: Array, k: Kinematics, grav: Array) -> Points:
-    """𝓕_k = 𝓜(η̇ − Ad⁻¹_g𝓖) + ad*_η𝓜η (16) and 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ."""
+def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: Array) -> Points:
+    """𝓕_k = 𝓜η̇ + ad*_η𝓜η − 𝓜g Ad⁻¹_g𝓖 (16), 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ, and
+    the weight's ∂𝓕_k/∂q = −𝓜g ad_{Ad⁻¹_g𝓖} J_k (the gravity term of (20c), D11, as a point load); in a fluid the drag
+    adds 𝓓‖v‖η to 𝓕_k and 𝓓* = 𝓓(ηηᵀI_v/‖v‖ + ‖v‖1) to 𝓝_k (62), (63), (66)."""
+    M = m.inertia
     adeta = se3.ad(k.eta)
     Meta = jnp.einsum("kij,kj->ki", M, k.eta)
-    acc = k.etad - jnp.einsum("kij,j->ki", se3.Ad_inv(k.g), grav)
-    F = jnp.einsum("kij,kj->ki", M, acc) - jnp.einsum("kji,kj->ki", adeta, Meta)
+    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(k.g), grav)
+    weight = jnp.einsum("kij,kj->ki", m.gravity, gloc)
+    F = jnp.einsum("kij,kj->ki", M, k.etad) - jnp.einsum("kji,kj->ki", adeta, Meta) - weight
     N = -se3.adbar(Meta) - jnp.swapaxes(adeta, -1, -2) @ M - M @ adeta
-    return Points(F, M, N)
+    if m.drag is not None:
+        v = speed(linkage, k.eta)
+        F = F + m.drag * v[:, None] * k.eta
+        lin = k.eta.at[:, :3].set(0.0)
+        outer = k.eta[:, :, None] * lin[:, None, :] / v[:, None, None]
+        N = N + m.drag[:, :, None] * (outer + v[:, None, None] * jnp.eye(6, dtype=M.dtype))
+    dF = -m.gravity @ se3.ad(gloc) @ k.J
+    return Points(F, M, N, dF)
 
 
 def _backward_link(
@@ -195,6 +212,7 @@ def _backward_link(
     def step(s: Sums, x):
         j, k, (R, Q, Y), p, e = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
         FC = j.coAd @ (p.F + s.FC)  # (22c)
+        E = j.coAd @ (p.dF + s.E)  # (56)
         MC = j.coAd @ (p.M + s.MC) @ j.Ad_inv  # (22e)
         NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
         Sg = _embed(jnp.zeros_like(k.J), j.S, start)
@@ -203,14 +221,14 @@ def _backward_link(
         P = -lie.adbar(FC) @ Sg + j.coAd @ s.P  # (22g)
         V = NC @ Sg + MC @ _embed(jnp.zeros_like(k.J), Y, start) + j.coAd @ s.V  # (28c)
         ST = j.S.T
-        dq = ST @ (NC @ k.RB + MC @ k.QB + U + P)  # (21)
+        dq = ST @ (NC @ k.RB + MC @ k.QB + U + P + E)  # (21), (55)
         if e is not None:  # C29: ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
             Om, Zj, Phi_c, h = e
             w = lie.dexpT_apply(Om, FC)
             local = Zj.T @ lie.dexpT_jac(Om, FC) @ Zj + magnus.magnus_dZT(Phi_c, w, h, link.body.expansion_order)
             dq = _embed(dq, local, start)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
-        return Sums(FC, MC, NC, U, P, V, W), rows
+        return Sums(FC, MC, NC, U, P, V, W, E), rows
 
     start_pts = jax.tree.map(lambda a: a[:-1], pts)
     next_q = jax.tree.map(lambda a: a[1:], quantities)
@@ -240,12 +258,11 @@ def inverse_dynamics_derivatives(
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
         jt = _link_joints(link, q[qs], qd[vs], qdd[vs])
         base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
-        pts, terms = _forward_link(base.moved(link.placement.astype(dtype)), jt, vs.start, grav)
-        if link.joint == "soft":
-            M = jax.vmap(jnp.diag)(link.body.inertia.astype(dtype))
-        else:
-            M = jnp.stack([jnp.zeros((6, 6), dtype), link.body.astype(dtype)])
-        forward.append((jt, pts, terms, _point_quantities(M, pts, grav)))
+        pts, terms = _forward_link(base.moved(link.placement.astype(dtype)), jt, vs.start)
+        m = point_inertias(linkage, i, dtype)
+        if link.joint != "soft":  # the joint frame carries nothing (rule 2)
+            m = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), m)
+        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav)))
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
     for i in reversed(range(len(linkage.links))):
@@ -255,7 +272,7 @@ def inverse_dynamics_derivatives(
         parent = linkage.parents[i]
         if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
             p0 = jax.tree.map(lambda a: a[0], quantities)
-            at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N)
+            at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N, E=sums.E + p0.dF)
             ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(link.placement.astype(dtype)))
         tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
     arm = linkage.armature.astype(dtype)

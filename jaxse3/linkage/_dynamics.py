@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid, rod as rods, se3
-from jaxse3.linkage._model import Link, Linkage
+from jaxse3.linkage._model import Link, Linkage, point_inertias
 from jaxse3.rod import kinematics as rod_kinematics
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "mass_matrix",
     "generalized_forces",
     "check_state",
+    "speed",
 ]
 
 
@@ -58,7 +59,9 @@ class PointStates(NamedTuple):
     eta: Float[Array, "n_points 6"]  # body twist η_k
     etad: Float[Array, "n_points 6"]  # body acceleration η̇_k
     J: Float[Array, "n_points 6 nv"]  # body Jacobian J_k
-    M: Float[Array, "n_points 6 6"]  # screw inertia 𝓜_k
+    M: Float[Array, "n_points 6 6"]  # screw inertia 𝓜_k (with the added mass in a fluid)
+    M_gravity: Float[Array, "n_points 6 6"]  # the mass gravity acts on (minus the buoyancy in a fluid)
+    drag: Float[Array, "n_points 6"]  # diag 𝓓_k (zero outside a fluid)
 
 
 def check_state(fname: str, linkage: Linkage, **arrays: ArrayLike | None) -> dict[str, Array]:
@@ -137,13 +140,13 @@ def point_states(
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
         if link.joint == "soft":
             pts = _soft_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
-            M = jax.vmap(jnp.diag)(link.body.inertia.astype(dtype))
             ends.append(tuple(a[-1] for a in pts))
         else:
             end = _rigid_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
-            pts, M = tuple(a[None] for a in end), link.body.astype(dtype)[None]
+            pts = tuple(a[None] for a in end)
             ends.append(end)
-        out.append((*pts, M))
+        m = point_inertias(linkage, i, dtype)
+        out.append((*pts, m.inertia, m.gravity, jnp.zeros_like(pts[1]) if m.drag is None else m.drag))
     return PointStates(*(jnp.concatenate(parts) for parts in zip(*out)))
 
 
@@ -152,12 +155,21 @@ def forward_kinematics(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array,
     return point_states(linkage, q).g
 
 
+def speed(linkage: Linkage, eta: Float[Array, "... 6"]) -> Float[Array, "..."]:
+    """The regularised speed √(‖v‖² + ε²) of the drag (:class:`~jaxse3.linkage.Fluid`), v the twists' linear part."""
+    return jnp.sqrt(jnp.sum(eta[..., 3:] ** 2, axis=-1) + linkage.fluid.speed_scale.astype(eta.dtype) ** 2)
+
+
 def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 6"]:
-    """𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k (16), ad*_η = −ad_ηᵀ."""
+    """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜g_k Ad⁻¹_{g_k}𝓖 (16), ad*_η = −ad_ηᵀ, with 𝓜g_k the mass gravity acts
+    on; in a fluid 𝓜_k includes the added mass and 𝓕_k the drag's + 𝓓_k ‖v_k‖ η_k (62) (the minus sign of (16))."""
     grav = jnp.concatenate([jnp.zeros(3, s.eta.dtype), linkage.gravity.astype(s.eta.dtype)])
-    acc = s.etad - jnp.einsum("kij,j->ki", se3.Ad_inv(s.g), grav)
+    weight = jnp.einsum("kij,kj->ki", s.M_gravity, jnp.einsum("kij,j->ki", se3.Ad_inv(s.g), grav))
     momentum = jnp.einsum("kij,kj->ki", s.M, s.eta)
-    return jnp.einsum("kij,kj->ki", s.M, acc) - jnp.einsum("kji,kj->ki", se3.ad(s.eta), momentum)
+    F = jnp.einsum("kij,kj->ki", s.M, s.etad) - jnp.einsum("kji,kj->ki", se3.ad(s.eta), momentum) - weight
+    if linkage.fluid is not None:
+        F = F + s.drag * speed(linkage, s.eta)[:, None] * s.eta
+    return F
 
 
 def inverse_dynamics_autodiff(

@@ -25,16 +25,19 @@ by default every revolute, prismatic and helical joint is actuated) and the rods
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid
 from jaxse3.rod import Rod
 
-__all__ = ["Link", "Linkage", "JOINTS"]
+__all__ = ["Link", "Linkage", "Fluid", "PointInertias", "point_inertias", "JOINTS"]
 
 #: the joint types of a link: fixed, the rigid joints of :mod:`jaxse3.rigid.joints`, and soft (a rod's strains)
 JOINTS = ("fixed", *rigid.joints.JOINT_TYPES, "soft")
@@ -46,6 +49,50 @@ def _concrete(x) -> np.ndarray | None:
         return np.asarray(x, dtype=float)
     except Exception:  # a tracer (a model built under vmap): not checked
         return None
+
+
+class Fluid(eqx.Module):
+    """A quiescent fluid around a linkage (seed 003 §6.3, eqs. (62)–(66)): buoyancy, added mass and drag–lift.
+
+    Rods are treated as circular cylinders of their local radius r (``Rod.contact_radius``), per unit length: buoyancy
+    ρ_w π r² (against gravity, at the centreline), added mass C_a ρ_w π r² across the axis (potential flow; none along
+    it, no added rotational inertia), and the resistive drag of Morison et al. (1950) in the form of Armanini et al.
+    (2021), 𝓕_D = −𝓓‖v‖η with 𝓓 = ½ ρ_w diag(0, 0, 0, π C_f d, C_D d, C_D d) (d = 2r, local x along the rod), ‖v‖
+    the point's speed. The paper gives no coefficients; the defaults are textbook values for a circular cylinder at
+    moderate Reynolds numbers: C_D = 1.2 (cross-flow drag), C_f = 0.01 (skin friction), C_a = 1 (added mass). Rigid
+    links carry their own ``volume``, ``drag`` and ``added_mass`` (:meth:`Link.rigid`).
+
+    ‖v‖ is regularised as √(‖v‖² + ε²) with ε = ``speed_scale`` so that values and derivatives are finite at rest
+    (every run starts there); the drag then dissipates, −ηᵀ𝓓√(‖v‖² + ε²)η ≤ 0.
+    """
+
+    density: Float[Array, ""]
+    drag_normal: Float[Array, ""]
+    drag_tangential: Float[Array, ""]
+    added_mass: Float[Array, ""]
+    speed_scale: Float[Array, ""]
+
+    def __init__(
+        self,
+        density: float = 1000.0,
+        drag_normal: float = 1.2,
+        drag_tangential: float = 0.01,
+        added_mass: float = 1.0,
+        speed_scale: float = 1e-3,
+    ):
+        values = dict(
+            density=density,
+            drag_normal=drag_normal,
+            drag_tangential=drag_tangential,
+            added_mass=added_mass,
+            speed_scale=speed_scale,
+        )
+        for name, v in values.items():
+            c = _concrete(v)
+            if c is not None and (c.shape != () or not np.isfinite(c) or c < 0 or (name == "speed_scale" and c <= 0)):
+                want = "positive" if name == "speed_scale" else "non-negative"
+                raise ValueError(f"Fluid: {name!r} must be a finite {want} scalar, got {v!r}")
+            setattr(self, name, jnp.asarray(v, dtype=float))
 
 
 class Link(eqx.Module):
@@ -60,6 +107,9 @@ class Link(eqx.Module):
         axis: (6,) screw axis of a 1-DoF joint in the joint frame, angular first: (a, 0) revolute, (0, a) prismatic,
             (a, h a) helical; zeros otherwise.
         body: the rigid body's spatial inertia (6, 6) about the link frame, or the rod of a soft link.
+        volume: the rigid body's displaced volume (m³; buoyancy in a :class:`Fluid`, at its centre of mass).
+        drag: (6,) the rigid body's drag coefficients 𝓓 (diagonal, link frame) in a :class:`Fluid`.
+        added_mass: (6, 6) the rigid body's added mass about the link frame in a :class:`Fluid`.
     """
 
     name: str = eqx.field(static=True)
@@ -69,6 +119,9 @@ class Link(eqx.Module):
     placement: Float[Array, "4 4"]
     axis: Float[Array, " 6"]
     body: Float[Array, "6 6"] | Rod
+    volume: Float[Array, ""]
+    drag: Float[Array, " 6"]
+    added_mass: Float[Array, "6 6"]
 
     @classmethod
     def rigid(
@@ -80,10 +133,14 @@ class Link(eqx.Module):
         placement: Float[ArrayLike, "4 4"] | None = None,
         axis: Float[ArrayLike, " 6"] | None = None,
         actuated: bool | None = None,
+        volume: float = 0.0,
+        drag: Float[ArrayLike, " 6"] | None = None,
+        added_mass: Float[ArrayLike, "6 6"] | None = None,
     ) -> Link:
         """A rigid link: ``joint`` one of ``"fixed"`` and :data:`jaxse3.rigid.joints.JOINT_TYPES`; ``inertia`` (6, 6)
         about the link frame (:func:`jaxse3.rigid.spatial_inertia`); ``axis`` (6,) for 1-DoF joints (required);
-        ``actuated`` defaults to True for 1-DoF joints and False otherwise."""
+        ``actuated`` defaults to True for 1-DoF joints and False otherwise; ``volume`` (≥ 0), ``drag`` (6,) (≥ 0) and
+        ``added_mass`` (6, 6) (symmetric positive semi-definite) act in a :class:`Fluid` only (default none)."""
         if joint not in JOINTS or joint == "soft":
             raise ValueError(f"Link {name!r}: joint must be one of {JOINTS[:-1]} for a rigid link, got {joint!r}")
         if joint in _ONE_DOF and axis is None:
@@ -105,7 +162,18 @@ class Link(eqx.Module):
         if axis.shape != (6,):
             raise ValueError(f"Link {name!r}: 'axis' must have shape (6,), got {axis.shape}")
         actuated = joint in _ONE_DOF if actuated is None else bool(actuated)
-        return cls(name, parent, joint, actuated, _placement(name, placement), axis, inertia)
+        drag = jnp.zeros(6, inertia.dtype) if drag is None else jnp.asarray(drag, dtype=inertia.dtype)
+        added = jnp.zeros((6, 6), inertia.dtype) if added_mass is None else jnp.asarray(added_mass, inertia.dtype)
+        for arg, value, shape in (("volume", volume, ()), ("drag", drag, (6,)), ("added_mass", added, (6, 6))):
+            c = _concrete(value)
+            if jnp.shape(value) != shape:
+                raise ValueError(f"Link {name!r}: {arg!r} must have shape {shape}, got {jnp.shape(value)}")
+            if c is not None and (not np.isfinite(c).all() or (arg != "added_mass" and (c < 0).any())):
+                raise ValueError(f"Link {name!r}: {arg!r} must be finite and non-negative")
+            if c is not None and arg == "added_mass" and np.linalg.eigvalsh(0.5 * (c + c.T)).min() < -1e-12:
+                raise ValueError(f"Link {name!r}: 'added_mass' must be positive semi-definite")
+        volume = jnp.asarray(volume, dtype=inertia.dtype)
+        return cls(name, parent, joint, actuated, _placement(name, placement), axis, inertia, volume, drag, added)
 
     @classmethod
     def soft(cls, name: str, parent: str | None, rod: Rod, placement: Float[ArrayLike, "4 4"] | None = None) -> Link:
@@ -114,7 +182,8 @@ class Link(eqx.Module):
         if not isinstance(rod, Rod):
             raise TypeError(f"Link {name!r}: 'rod' must be a jaxse3.rod.Rod, got {type(rod).__name__}")
         place = rod.base_pose if placement is None else placement
-        return cls(name, parent, "soft", False, _placement(name, place), jnp.zeros(6, rod.stiffness.dtype), rod)
+        z = jnp.zeros(6, rod.stiffness.dtype)
+        return cls(name, parent, "soft", False, _placement(name, place), z, rod, z[0], z, jnp.zeros((6, 6), z.dtype))
 
     @property
     def nq(self) -> int:
@@ -165,11 +234,13 @@ class Linkage(eqx.Module):
         gravity: world gravitational acceleration (3,), default (0, 0, −9.81).
         armature: (nv,) reflected rotor inertias added to M's diagonal (:class:`jaxse3.rigid.Model`'s); zero by
             default, and zero on the rods' coordinates.
+        fluid: the :class:`Fluid` the linkage moves in, or None (vacuum, the default).
     """
 
     links: tuple[Link, ...]
     gravity: Float[Array, " 3"]
     armature: Float[Array, " nv"]
+    fluid: Fluid | None
     parents: tuple[int, ...] = eqx.field(static=True)
     nq: int = eqx.field(static=True)
     nv: int = eqx.field(static=True)
@@ -184,8 +255,12 @@ class Linkage(eqx.Module):
         links: Sequence[Link],
         gravity: Float[ArrayLike, " 3"] = (0.0, 0.0, -9.81),
         armature: Float[ArrayLike, " nv"] | None = None,
+        fluid: Fluid | None = None,
     ):
         links = tuple(links)
+        if fluid is not None and not isinstance(fluid, Fluid):
+            raise TypeError(f"Linkage: 'fluid' must be a Fluid or None, got {type(fluid).__name__}")
+        self.fluid = fluid
         if not links:
             raise ValueError("Linkage: 'links' is empty")
         names: dict[str, int] = {}
@@ -256,7 +331,8 @@ class Linkage(eqx.Module):
 
     def attach(self, link: Link) -> Linkage:
         """A copy with ``link`` added last (e.g. a rod on a named frame of a robot from URDF)."""
-        return Linkage((*self.links, link), self.gravity, jnp.concatenate([self.armature, jnp.zeros(link.nv)]))
+        armature = jnp.concatenate([self.armature, jnp.zeros(link.nv)])
+        return Linkage((*self.links, link), self.gravity, armature, self.fluid)
 
     @classmethod
     def from_rigid(cls, model: rigid.Model) -> Linkage:
@@ -279,3 +355,38 @@ class Linkage(eqx.Module):
     def from_rod(cls, rod: Rod, name: str = "rod") -> Linkage:
         """The one-link linkage of a rod on a fixed base (its ``base_pose``), with the rod's gravity."""
         return cls([Link.soft(name, None, rod)], rod.gravity)
+
+
+class PointInertias(NamedTuple):
+    """What a link's computational points carry (leading axis: its points): the screw inertia the motion sees (body
+    and added mass), the mass that gravity and buoyancy act on, and the drag coefficients."""
+
+    inertia: Float[Array, "p 6 6"]  # 𝓜_k + 𝓜_Ak
+    gravity: Float[Array, "p 6 6"]  # (1 − ρ_w V_k/m_k) 𝓜_k: the weight minus the buoyancy, at the centre of mass
+    drag: Float[Array, "p 6"] | None  # diag 𝓓_k; None outside a fluid
+
+
+def point_inertias(linkage: Linkage, i: int, dtype: DTypeLike) -> PointInertias:
+    """The :class:`PointInertias` of link i's computational points (one for a rigid link: its frame)."""
+    link, fluid = linkage.links[i], linkage.fluid
+    if link.joint == "soft":
+        M = jax.vmap(jnp.diag)(link.body.inertia.astype(dtype))
+    else:
+        M = link.body.astype(dtype)[None]
+    if fluid is None:
+        return PointInertias(M, M, None)
+    rho = fluid.density.astype(dtype)
+    if link.joint == "soft":
+        rod = link.body
+        r, w = rod.contact_radius.astype(dtype), rod.weights.astype(dtype)
+        area = jnp.pi * r**2
+        mass = M[:, 3, 3]
+        lift = jnp.where(mass > 0, rho * w * area / jnp.where(mass > 0, mass, 1.0), 0.0)
+        across = fluid.added_mass.astype(dtype) * rho * area * w
+        added = jax.vmap(jnp.diag)(jnp.stack([0 * w, 0 * w, 0 * w, 0 * w, across, across], axis=-1))
+        d = 0.5 * rho * 2 * r * w
+        drag = jnp.stack([0 * w, 0 * w, 0 * w, jnp.pi * fluid.drag_tangential * d, *(2 * [fluid.drag_normal * d])], -1)
+        return PointInertias(M + added, (1.0 - lift)[:, None, None] * M, drag)
+    mass = M[0, 3, 3]
+    lift = jnp.where(mass > 0, rho * link.volume / jnp.where(mass > 0, mass, 1.0), 0.0)
+    return PointInertias(M + link.added_mass.astype(dtype)[None], (1.0 - lift) * M, link.drag.astype(dtype)[None])

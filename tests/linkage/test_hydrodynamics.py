@@ -1,0 +1,110 @@
+"""A linkage in water (seed 003 §6.3, eqs. (62)–(66); :class:`jaxse3.linkage.Fluid`): buoyancy, added mass, drag.
+
+Oracles: the drag dissipates (the generalised force it adds does negative work at every state); a body as dense as
+the water weighs nothing; the added mass adds Σ_k J_kᵀ𝓜_Ak J_k to M; the analytical derivatives (drag in 𝓝_k, the
+weight as a point load) against autodiff of the plain recursion and central differences, at rest (where the
+regularised speed keeps them finite) and at a random state.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxse3 import linkage as lk, rigid
+
+from .test_linkage import HYBRID, _random_state
+
+
+def _in_water(**fluid):
+    links = list(HYBRID.links)
+    hook = links[3]  # a rigid body with its own hydrodynamic coefficients
+    links[3] = lk.Link.rigid(
+        hook.name,
+        hook.parent,
+        "fixed",
+        hook.body,
+        hook.placement,
+        volume=5e-5,
+        drag=(1e-4, 1e-4, 1e-4, 0.5, 0.8, 0.8),
+        added_mass=np.diag([1e-4, 1e-4, 1e-4, 0.02, 0.05, 0.05]),
+    )
+    return lk.Linkage(links, HYBRID.gravity, HYBRID.armature, fluid=lk.Fluid(**fluid))
+
+
+WET = _in_water()
+
+
+def test_drag_dissipates_and_buoyancy_lightens():
+    vacuum = lk.Linkage(WET.links, WET.gravity, WET.armature)
+    for seed in range(3):
+        q, v, _ = _random_state(WET, seed, 1.0)
+        zero = jnp.zeros_like(v)
+        extra = lk.inverse_dynamics(WET, q, v, zero) - lk.inverse_dynamics(WET, q, zero, zero)
+        coriolis = lk.inverse_dynamics(vacuum, q, v, zero) - lk.inverse_dynamics(vacuum, q, zero, zero)
+        # the added mass's Coriolis terms do no work, the drag's force opposes the motion
+        assert float(v @ (extra - coriolis)) > 0.0
+    # as dense as the water: a rod (ρ = 1000 kg/m³) in water of the same density, without the rigid bodies' weight
+    rod_only = lk.Linkage([HYBRID.links[0], HYBRID.links[1], HYBRID.links[2]], fluid=lk.Fluid(density=1000.0))
+    q, _, _ = _random_state(rod_only, 4)
+    zero = jnp.zeros(rod_only.nv)
+    heavy = lk.inverse_dynamics(lk.Linkage(rod_only.links[:2]), q[:2], zero[:2], zero[:2])
+    np.testing.assert_allclose(lk.inverse_dynamics(rod_only, q, zero, zero)[2:], 0.0, atol=1e-12)
+    np.testing.assert_allclose(lk.inverse_dynamics(rod_only, q, zero, zero)[:2], heavy, rtol=1e-12, atol=1e-14)
+
+
+def test_added_mass_enters_the_mass_matrix():
+    q, _, _ = _random_state(WET, 5)
+    dry = lk.Linkage(WET.links, WET.gravity, WET.armature)
+    s = lk.point_states(WET, q)
+    added = s.M - lk.point_states(dry, q).M
+    want = lk.mass_matrix(dry, q) + jnp.einsum("kin,kij,kjm->nm", s.J, added, s.J)
+    np.testing.assert_allclose(lk.mass_matrix(WET, q), want, rtol=1e-12, atol=1e-15)
+    assert float(jnp.abs(added).max()) > 1e-3
+
+
+@pytest.fixture(scope="module")
+def wet_derivatives():
+    analytic = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(WET, q, v, a))
+    plain = jax.jit(jax.jacfwd(lambda q, v, a: lk.inverse_dynamics_autodiff(WET, q, v, a), argnums=(0, 1, 2)))
+    return analytic, plain
+
+
+@pytest.mark.parametrize("seed", [None, 6])
+def test_derivatives_in_water_match_autodiff_and_central_differences(wet_derivatives, seed):
+    q, v, a = (jnp.zeros(WET.nq),) * 3 if seed is None else _random_state(WET, seed)
+    analytic, plain = wet_derivatives
+    r = analytic(q, v, a)
+    for got, want in zip((r.dq, r.dqd, r.M), plain(q, v, a)):
+        assert np.isfinite(np.asarray(got)).all()
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * max(np.abs(want).max(), 1.0))
+    idf = jax.jit(lambda q, v: lk.inverse_dynamics_autodiff(WET, q, v, a))
+    eps = 1e-6
+    E = np.eye(WET.nv) * eps
+    fd_q = np.stack([(idf(q + e, v) - idf(q - e, v)) / (2 * eps) for e in E], axis=1)
+    fd_v = np.stack([(idf(q, v + e) - idf(q, v - e)) / (2 * eps) for e in E], axis=1)
+    for got, want in ((r.dq, fd_q), (r.dqd, fd_v)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7 * max(np.abs(want).max(), 1.0))
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: lk.Fluid(density=-1.0), "'density' must be a finite non-negative"),
+        (lambda: lk.Fluid(speed_scale=0.0), "'speed_scale' must be a finite positive"),
+        (lambda: lk.Linkage(HYBRID.links, fluid=1000.0), "'fluid' must be a Fluid"),
+        (lambda: lk.Link.rigid("a", None, "fixed", np.eye(6), volume=-1.0), "'volume' must be finite and non-negative"),
+        (lambda: lk.Link.rigid("a", None, "fixed", np.eye(6), drag=np.ones(3)), r"'drag' must have shape \(6,\)"),
+        (lambda: lk.Link.rigid("a", None, "fixed", np.eye(6), added_mass=-np.eye(6)), "positive semi-definite"),
+    ],
+)
+def test_bad_fluids_are_named(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make()
+
+
+def test_rigid_link_defaults_have_no_hydrodynamics():
+    link = lk.Link.rigid(
+        "a", None, "revolute", rigid.spatial_inertia(1.0, (0, 0, 0), np.eye(3)), axis=(0, 0, 1, 0, 0, 0)
+    )
+    assert float(link.volume) == 0.0 and not np.asarray(link.drag).any() and not np.asarray(link.added_mass).any()
