@@ -234,16 +234,24 @@ def _split(control):
     return np.asarray(control.unknown, int), np.asarray(control.known, int), len(control.known)
 
 
+def _tracking(control, q, qd, inputs):
+    """q̈_k(t) + 2(q̇_k(t) − q̇_k) + (q_k(t) − q_k): the prescribed joints' accelerations, with a critically damped
+    pull (time constant 1 s) of the state's q_k back onto the prescription."""
+    _, k, nk = _split(control)
+    return inputs[2 * nk : 3 * nk] + 2.0 * (inputs[nk : 2 * nk] - qd[k]) + (inputs[:nk] - q[k])
+
+
 def _controlled_forward_dynamics(control, q, qd, inputs):
-    u, k, nk = _split(control)
+    u, k, _ = _split(control)
     qdd_u = linkages.controlled_forward_dynamics(control, q[u], qd[u], inputs)
-    return jnp.zeros_like(qdd_u, shape=q.shape).at[u].set(qdd_u).at[k].set(inputs[2 * nk : 3 * nk])
+    return jnp.zeros_like(qdd_u, shape=q.shape).at[u].set(qdd_u).at[k].set(_tracking(control, q, qd, inputs))
 
 
 def _controlled_residual(control, q, qd, qdd, inputs):
-    u, k, nk = _split(control)
+    u, k, _ = _split(control)
     r_u = linkages.controlled_residual(control, q[u], qd[u], qdd[u], inputs)
-    return jnp.zeros_like(r_u, shape=q.shape).at[u].set(r_u).at[k].set(inputs[:nk] - q[k])
+    r_k = _tracking(control, q, qd, inputs) - qdd[k]
+    return jnp.zeros_like(r_u, shape=q.shape).at[u].set(r_u).at[k].set(r_k)
 
 
 def _controlled_points(control, q):
@@ -263,11 +271,13 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
     (joint-coordinate control, seed 003 §5.1; :class:`jaxse3.linkage.JointControl`). The inputs are then
     ``(q_k, q̇_k, q̈_k, u_known)`` — build them with :func:`prescribed_inputs` — and the state stays the whole q: the
     unknown coordinates follow eq. (43) (q̈_u = M_uu⁻¹(τ_u − ID_u), the dynamics reading q_k and q̇_k from the
-    inputs, so the prescribed values overwrite the state at every call), the prescribed ones q̈_k; the residual of
-    Newmark-β and statics is eq. (45a) on the unknown rows and q_k(t) − q_k on the prescribed ones (the state then
-    equals the prescription at every step). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0)
-    (the state's q̇_k integrates q̈_k(t) from there; the dynamics read q_k, q̇_k from the inputs either way). The
-    efforts the prescribed joints exert follow from a solution with :func:`jaxse3.linkage.controlled_efforts`.
+    inputs, so the prescribed values overwrite the state at every call), the prescribed ones
+    q̈_k(t) + 2(q̇_k(t) − q̇_k) + (q_k(t) − q_k): the prescription's acceleration with a critically damped pull (time
+    constant 1 s) that keeps the state's q_k, which only the outputs read, on the prescription. The residual of
+    Newmark-β and statics is eq. (45a) on the unknown rows and the same tracking law on the prescribed ones (statics:
+    q_k(t) − q_k). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0), and the state follows the
+    prescription exactly; from elsewhere it converges to it. The efforts the prescribed joints exert follow from a
+    solution with :func:`jaxse3.linkage.controlled_efforts`.
 
     Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
     :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
