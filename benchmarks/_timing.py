@@ -86,3 +86,11 @@ def fmt_time(seconds: float) -> str:
             v = seconds / scale
             return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
     raise AssertionError
+
+
+def timed(fn: Callable) -> tuple[Any, float, float]:
+    """(result, wall s, process CPU s) of ``fn()`` run to completion (``block_until_ready``). On a shared machine the
+    CPU time (all threads of this process) is a load-robust upper estimate of the wall time on an idle one."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = jax.block_until_ready(fn())
+    return out, time.perf_counter() - t0, time.process_time() - c0

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from types import SimpleNamespace
 
 import jax
@@ -41,7 +40,7 @@ import numpy as np  # noqa: E402
 import optimistix as optx  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import fmt_time, time_group  # noqa: E402
+from _timing import fmt_time, time_group, timed  # noqa: E402
 
 from jaxse3.rod import dynamics as rod_dynamics  # noqa: E402
 from jaxse3.sim import finite_difference, scenarios, simulate, simulate_batch, solve_statics_batch, stack  # noqa: E402
@@ -85,14 +84,6 @@ def jacobian_table(name, system, inputs, t_state=3.0):
         )
 
 
-def _timed(fn):
-    """(result, wall s, process CPU s) of fn() run to completion. On a shared machine the CPU time (all threads of
-    this process) is a load-robust upper estimate of the wall time on an idle one."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = jax.block_until_ready(fn())
-    return out, time.perf_counter() - t0, time.process_time() - c0
-
-
 def _newton_simulate(system, inputs, t_final):
     """The previous Kvaerno5 setup, for comparison: optimistix Newton (a new Jacobian at every stage iterate)."""
     solver = diffrax.Kvaerno5(root_finder=diffrax.with_stepsize_controller_tols(optx.Newton)())
@@ -134,8 +125,8 @@ def simulation_table(name, system, inputs, t_final, newton=True):
         runs["Kvaerno5 + analytic, Newton (previous)"] = lambda t: _newton_simulate(system, inputs, t)
     ref = None
     for label, run in runs.items():
-        c = _timed(lambda: run(1e-3))[1]
-        tr, wall, cpu = _timed(lambda: run(t_final))
+        c = timed(lambda: run(1e-3))[1]
+        tr, wall, cpu = timed(lambda: run(t_final))
         ref = tr if ref is None else ref
         mism = float(jnp.linalg.norm(tr.tip - ref.tip, axis=-1).max())
         print(f"{label:40s} {wall:7.2f}s {cpu:7.2f}s {int(tr.num_steps):7d} {mism:16.1e}m {c:7.1f}s", flush=True)
@@ -154,8 +145,8 @@ def statics_table(system, n, max_steps, load_steps, seed=0):
     ref = None
     kw = dict(load_steps=load_steps, max_steps=max_steps, throw=False)
     for label, jac in (("analytic", "analytic"), ("finite differences", "finite-difference")):
-        c = _timed(lambda: solve_statics_batch(system, u, jacobian=jac, **kw))[1]  # compile + one run
-        sol, wall, cpu = _timed(lambda: solve_statics_batch(system, u, jacobian=jac, **kw))
+        c = timed(lambda: solve_statics_batch(system, u, jacobian=jac, **kw))[1]  # compile + one run
+        sol, wall, cpu = timed(lambda: solve_statics_batch(system, u, jacobian=jac, **kw))
         ref = sol if ref is None else ref
         ok = np.asarray(sol.converged & ref.converged)
         mism = float(jnp.linalg.norm(sol.tip - ref.tip, axis=-1)[ok].max())
@@ -182,16 +173,16 @@ def throughput_table(system, batches, t_final, seed=0):
                 for _ in range(B)
             ]
         )
-        c = _timed(lambda: simulate_batch(system, inputs, t_final=1e-3, n_save=11))[1]
-        _, wall, cpu = _timed(lambda: simulate_batch(system, inputs, t_final=t_final, n_save=11))
+        c = timed(lambda: simulate_batch(system, inputs, t_final=1e-3, n_save=11))[1]
+        _, wall, cpu = timed(lambda: simulate_batch(system, inputs, t_final=t_final, n_save=11))
         print(
             f"{B:6d} {wall:8.2f}s {cpu:8.2f}s {B * t_final / wall:17.2f} {B * t_final / cpu:16.2f} {c:7.1f}s",
             flush=True,
         )
         if B == 1:  # the same input set unbatched
             one = jax.tree.map(lambda x: x[0], inputs)
-            c = _timed(lambda: simulate(system, one, t_final=1e-3, n_save=11))[1]
-            _, wall, cpu = _timed(lambda: simulate(system, one, t_final=t_final, n_save=11))
+            c = timed(lambda: simulate(system, one, t_final=1e-3, n_save=11))[1]
+            _, wall, cpu = timed(lambda: simulate(system, one, t_final=t_final, n_save=11))
             print(
                 f"{'1 (no vmap)':>6s} {wall:8.2f}s {cpu:8.2f}s {t_final / wall:17.2f} {t_final / cpu:16.2f} {c:7.1f}s",
                 flush=True,
