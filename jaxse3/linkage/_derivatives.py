@@ -172,7 +172,7 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics
         )
         return nxt, (nxt, (R, Q, Y))
 
-    _, (pts, terms) = jax.lax.scan(point, k, jt)
+    _, (pts, terms) = jax.lax.scan(point, k, jt, unroll=jt.step.shape[0] == 1)  # a rigid joint: no loop
     return jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), k, pts), terms
 
 
@@ -232,7 +232,8 @@ def _backward_link(
 
     start_pts = jax.tree.map(lambda a: a[:-1], pts)
     next_q = jax.tree.map(lambda a: a[1:], quantities)
-    sums, rows = jax.lax.scan(step, ahead, (jt, start_pts, terms, next_q, extra), reverse=True)
+    xs = (jt, start_pts, terms, next_q, extra)
+    sums, rows = jax.lax.scan(step, ahead, xs, reverse=True, unroll=jt.step.shape[0] == 1)
     return sums, tuple(jnp.sum(r, axis=0) for r in rows)
 
 
