@@ -67,6 +67,16 @@ def _positive(kind):
     return parse
 
 
+def _example(text: str) -> str:
+    if text in EXAMPLES:
+        return text
+    if text.endswith(".toml"):
+        if not os.path.isfile(text):
+            raise argparse.ArgumentTypeError(f"no such model file: {text!r}")
+        return text
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(EXAMPLES)}, or a .toml file)")
+
+
 def _parser() -> argparse.ArgumentParser:
     description = "jaxse3 built-in examples; the main job is 'jaxse3 run cdm'"
     parser = argparse.ArgumentParser(prog="jaxse3", description=description)
@@ -74,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the built-in examples")
     d = sub.add_parser("demo", help="the demo of the SE(3) core (same as 'run lie-demo'; the default)")
     r = sub.add_parser("run", help="run a built-in example (see 'jaxse3 list')")
-    r.add_argument("example", choices=list(EXAMPLES), metavar="EXAMPLE", help="one of: " + ", ".join(EXAMPLES))
+    r.add_argument(
+        "example", type=_example, metavar="EXAMPLE", help="one of: " + ", ".join(EXAMPLES) + ", or a model file (.toml)"
+    )
     r.add_argument("--t-final", type=_positive(float), default=10.0, help="simulated time in s (default 10)")
     r.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
     r.add_argument("--solver", choices=("kvaerno5", "kvaerno3", "newmark", "tsit5", "dopri5"), default="kvaerno5")
@@ -156,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         if unused:
             parser.error(f"{', '.join(unused)}: only for lie-demo, not for {args.example}")
         _writable_folder(parser, "--out", args.out)
-        return run_simulation_example(args.example, args)
+        defaults = {key: run.get_default(key) for key in _ROD_OPTIONS}
+        return run_simulation_example(args.example, args, defaults)
     if args.command == "run":
         unused = _unused(run, args, _ROD_OPTIONS)
         if unused:

@@ -141,9 +141,15 @@ def demo(batch: int = 10_000, save: str | None = None) -> dict:
 
 
 def _scenario(name: str):
-    """(system, inputs, description) of a built-in simulation example."""
+    """(system, inputs, description, file settings, q0) of a built-in simulation example or a model file."""
     from jaxse3.sim import scenarios
 
+    if name.endswith(".toml"):
+        system, inputs, settings, q0 = scenarios.from_toml(name)
+        linkage = system.params if hasattr(system.params, "links") else system.params.linkage
+        kinds = sorted({link.joint for link in linkage.links})
+        what = f"the linkage of {name}: {len(linkage.links)} links ({', '.join(kinds)}), {linkage.nv} DoF"
+        return system, inputs, what, settings, q0
     if name == "serial-robot":
         system, inputs = scenarios.serial_robot()
         linkage = system.params.linkage
@@ -152,23 +158,29 @@ def _scenario(name: str):
             f"the seed 003 hybrid serial robot, 7 prescribed revolute joints and a soft link; {linkage.nv} DoF "
             f"({rod.n_dof} soft), {linkage.n_points} points"
         )
-        return system, inputs, what
+        return system, inputs, what, {}, None
     if name == "cdm-contact":
         system, inputs = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0)
         what = "the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"
     else:
         system, inputs, what = scenarios.cdm_system(), scenarios.cdm_tensions(), "the seed 003 cable-driven manipulator"
     rod = system.params[0]
-    return system, inputs, f"{what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables"
+    return system, inputs, f"{what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables", {}, None
 
 
-def run_simulation_example(name: str, args: argparse.Namespace) -> int:
-    """Simulate a built-in scenario (:func:`_scenario`); print the timing summary (compilation apart from the
-    simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``."""
+def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict | None = None) -> int:
+    """Simulate a built-in scenario or a model file (:func:`_scenario`); print the timing summary (compilation apart
+    from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``. A model
+    file's ``[simulation]`` settings apply where ``args`` holds the ``defaults`` (flags given explicitly win)."""
     from jaxse3._compile import STATS
     from jaxse3.sim import simulate
 
-    system, inputs, what = _scenario(name)
+    system, inputs, what, settings, q0 = _scenario(name)
+    for key, value in settings.items():
+        if defaults is None or getattr(args, key) == defaults.get(key):
+            setattr(args, key, value)
+    if name.endswith(".toml"):
+        name = os.path.splitext(os.path.basename(name))[0]
     kw = dict(
         solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save, max_steps=args.max_steps
     )
@@ -179,7 +191,7 @@ def run_simulation_example(name: str, args: argparse.Namespace) -> int:
     )
     compiled, seconds, loaded = STATS.compilations, STATS.seconds, STATS.loaded
     t0 = time.perf_counter()
-    traj = jax.block_until_ready(simulate(system, inputs, t_final=args.t_final, progress=args.progress, **kw))
+    traj = jax.block_until_ready(simulate(system, inputs, t_final=args.t_final, q0=q0, progress=args.progress, **kw))
     wall = time.perf_counter() - t0
     compile_s = STATS.seconds - seconds
     sim_s = wall - compile_s

@@ -33,6 +33,7 @@ def test_list(capsys):
         (["run", "cdm", "--t-final", "abc"], "expected a float"),
         (["run", "cdm", "--solver", "euler"], "invalid choice"),
         (["optimize", "arm"], "invalid choice"),
+        (["run", "missing.toml"], "no such model file"),
         (["optimize", "cdm-reach", "--target", "0.1", "0.2"], "expected 3 arguments"),
         (["optimize", "cdm-reach", "--t-final", "0.0031"], "whole number of 2 ms steps"),
         (["optimize", "cdm-reach", "--knots", "1"], "--knots must be at least 2"),
@@ -123,3 +124,45 @@ def test_optimize_cdm_reach_writes_a_solution_that_replays(tmp_path):
     replay = scenarios.cdm_reach(t_final=0.1).rollout(sol.values)
     np.testing.assert_allclose(replay.tip, sol.tip, atol=1e-12)
     assert (out / "cdm-reach.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_run_a_model_file(tmp_path):
+    """``jaxse3 run my_robot.toml``: a revolute link with a rod, its [simulation] settings, a flag overriding one."""
+    model = tmp_path / "pendulum.toml"
+    model.write_text(
+        """
+[[link]]
+name = "arm"
+joint = "revolute"
+axis = [0.0, 1.0, 0.0]
+mass = 0.2
+com = [0.0, 0.0, -0.05]
+inertia = [1e-4, 1e-4, 1e-4]
+
+[[link]]
+name = "tail"
+parent = "arm"
+joint = "soft"
+position = [0.0, 0.0, -0.1]
+rotation = [0.0, 1.5707963267948966, 0.0]
+[link.rod]
+length = 0.2
+radius = 0.01
+young = 1e5
+density = 1000.0
+damping = 100.0
+strains = ["wy", "wz"]
+order = 1
+
+[simulation]
+t_final = 5.0
+solver = "tsit5"
+q0 = [0.3, 0.0, 0.0, 0.0, 0.0]
+"""
+    )
+    out = tmp_path / "out"
+    assert cli.main(["run", str(model), "--t-final", "0.05", "--n-save", "3", "--no-progress", "--out", str(out)]) == 0
+    traj = Trajectory.load(str(out / "pendulum.npz"))
+    assert traj.q.shape == (3, 5) and float(traj.t[-1]) == pytest.approx(0.05)  # the flag won over the file's 5 s
+    np.testing.assert_allclose(traj.q[0], [0.3, 0, 0, 0, 0])

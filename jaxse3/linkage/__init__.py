@@ -12,7 +12,7 @@ the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, gener
 recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward pass); ``_rules``
 (:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD);
 ``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
-rule, the residual, the prescribed joints' efforts).
+rule, the residual, the prescribed joints' efforts); ``_files`` (linkages from TOML files, :func:`from_toml`).
 """
 
 from ._control import (
@@ -30,6 +30,7 @@ from ._dynamics import (
     mass_matrix as mass_matrix,
     point_states as point_states,
 )
+from ._files import STRAINS as STRAINS, from_toml as from_toml, read_toml as read_toml
 from ._model import JOINTS as JOINTS, Fluid as Fluid, Link as Link, Linkage as Linkage
 from ._rules import (
     forward_dynamics as forward_dynamics,
@@ -59,4 +60,7 @@ __all__ = [
     "controlled_forward_dynamics",
     "controlled_residual",
     "controlled_efforts",
+    "from_toml",
+    "read_toml",
+    "STRAINS",
 ]

@@ -56,6 +56,9 @@ __all__ = [
     "serial_robot",
     "serial_robot_linkage",
     "SERIAL_JOINTS",
+    "RaisedCosine",
+    "from_toml",
+    "RUN_SETTINGS",
 ]
 
 CDM_T_FINAL = 10.0
@@ -128,18 +131,85 @@ def serial_robot_linkage() -> linkages.Linkage:
     return linkages.Linkage(links)
 
 
-class _SerialAngles(eqx.Module):
-    amplitude: jax.Array
-    period: jax.Array
-
-    def __call__(self, t):
-        return self.amplitude * (1.0 - jnp.cos(2.0 * jnp.pi * t / self.period)) / 2.0
-
-
 def serial_robot() -> tuple[System, Callable]:
     """The hybrid serial robot (module docstring) with its seven joints prescribed: the :func:`linkage_system` and its
     inputs (the joint angles of the module docstring and their derivatives). Start it at rest at q = 0."""
     system = linkage_system(serial_robot_linkage(), prescribed=SERIAL_JOINTS)
     return system, prescribed_inputs(
-        system, _SerialAngles(jnp.asarray(_SERIAL_AMPLITUDES), jnp.asarray(_SERIAL_PERIODS))
+        system, RaisedCosine(jnp.asarray(_SERIAL_AMPLITUDES), jnp.asarray(_SERIAL_PERIODS))
+    )
+
+
+class RaisedCosine(eqx.Module):
+    """Joint profiles q_i(t) = A_i (1 − cos(2π t/P_i))/2: from rest (zero angle and velocity) to A_i at t = P_i/2."""
+
+    amplitude: jax.Array
+    period: jax.Array
+
+    def __call__(self, t: Real[ArrayLike, ""]) -> Float[Array, " n"]:
+        return self.amplitude * (1.0 - jnp.cos(2.0 * jnp.pi * t / self.period)) / 2.0
+
+
+#: the solver settings a model file's [simulation] table may hold (the ``jaxse3 run`` flags override them)
+RUN_SETTINGS = {"t_final": float, "solver": str, "rtol": float, "atol": float, "dt": float}
+
+
+def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof"]]:
+    """A model file run as ``jaxse3 run my_robot.toml``: the linkage of :func:`jaxse3.linkage.from_toml` and its
+    ``[simulation]`` table — ``prescribed = { link = { amplitude = A, period = P } }`` (raised-cosine joint profiles
+    from rest, :class:`RaisedCosine`), ``inputs = [...]`` (constant efforts and tensions, the linkage's inputs without
+    the prescribed joints'), ``q0 = [...]`` (the initial coordinates, at rest), and the settings of
+    :data:`RUN_SETTINGS`. Returns ``(system, inputs, settings, q0)``."""
+    data, label = linkages.read_toml(source)
+    linkage = linkages.from_toml(source)
+    table = data.get("simulation", {})
+    allowed = {"prescribed", "inputs", "q0", *RUN_SETTINGS}
+    where = f"{label}: [simulation]"
+    if not isinstance(table, dict) or set(table) - allowed:
+        raise ValueError(
+            f"{where}: unknown field(s) {sorted(set(table) - allowed)}; expected some of {sorted(allowed)}"
+        )
+    settings = {}
+    for key, kind in RUN_SETTINGS.items():
+        if key in table:
+            value = table[key]
+            if kind is float and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+                raise ValueError(f"{where}: {key!r} must be a positive number, got {value!r}")
+            if kind is str and not isinstance(value, str):
+                raise ValueError(f"{where}: {key!r} must be a string, got {value!r}")
+            settings[key] = kind(value)
+    prescribed = table.get("prescribed", {})
+    if not isinstance(prescribed, dict):
+        raise ValueError(f"{where}: 'prescribed' must be a table of link = {{ amplitude = A, period = P }}")
+    names = [name for name in linkage.names if name in prescribed]
+    unknown = sorted(set(prescribed) - set(names))
+    if unknown:
+        raise ValueError(f"{where}: 'prescribed' names links that do not exist: {unknown}")
+    system = linkage_system(linkage, prescribed=tuple(names))
+    n_inputs = len(system.params.known_inputs) if names else system.n_inputs
+    values = np.asarray(table.get("inputs", np.zeros(n_inputs)), dtype=float)
+    if values.shape != (n_inputs,):
+        raise ValueError(f"{where}: 'inputs' must be a list of {n_inputs} numbers, got {table.get('inputs')!r}")
+    q0 = np.asarray(table.get("q0", np.zeros(linkage.nq)), dtype=float)
+    if q0.shape != (linkage.nq,):
+        raise ValueError(f"{where}: 'q0' must be a list of {linkage.nq} numbers, got {table.get('q0')!r}")
+    if not names:
+        return system, jnp.asarray(values), settings, jnp.asarray(q0)
+    profile = []
+    for name in names:
+        spec = prescribed[name]
+        if not isinstance(spec, dict) or set(spec) != {"amplitude", "period"}:
+            raise ValueError(f"{where}: prescribed.{name} must be {{ amplitude = A, period = P }}, got {spec!r}")
+        if (
+            not all(isinstance(spec[k], int | float) and not isinstance(spec[k], bool) for k in spec)
+            or spec["period"] <= 0
+        ):
+            raise ValueError(f"{where}: prescribed.{name}: amplitude must be a number, period a positive number")
+        profile.append((float(spec["amplitude"]), float(spec["period"])))
+    amplitude, period = (jnp.asarray(x) for x in zip(*profile))
+    return (
+        system,
+        prescribed_inputs(system, RaisedCosine(amplitude, period), jnp.asarray(values)),
+        settings,
+        jnp.asarray(q0),
     )

@@ -1,0 +1,256 @@
+"""Linkages described in TOML files (parsed with the standard library's ``tomllib``), validated with messages that name
+the link and the field.
+
+A file lists its links parents first; lengths in m, masses in kg, angles in rad::
+
+    gravity = [0.0, 0.0, -9.81]        # optional (default shown)
+
+    [fluid]                            # optional: a jaxse3.linkage.Fluid (density, drag_normal, drag_tangential,
+    density = 1000.0                   #   added_mass, speed_scale)
+
+    [[link]]
+    name = "shoulder"
+    joint = "revolute"                 # fixed, revolute, prismatic, helical, spherical, free, soft
+    axis = [0.0, 1.0, 0.0]             # 1-DoF joints: the rotation (revolute, helical) or translation axis, unit
+    pitch = 0.0                        # helical only: translation per radian
+    position = [0.0, 0.0, 0.0]         # placement: the joint frame in the parent's end frame (the world for roots)
+    rotation = [0.0, 0.0, 0.0]         #   (rotation vector)
+    mass = 0.3                         # rigid links: mass > 0, centre of mass, inertia about it (principal moments
+    com = [0.05, 0.0, 0.0]             #   [Ixx, Iyy, Izz] or a 3×3 matrix)
+    inertia = [1e-4, 3e-4, 3e-4]
+    # optional: parent = "name", actuated = true, volume = 0.0, drag = [6 values], added_mass = [6 values]
+
+    [[link]]
+    name = "arm"
+    parent = "shoulder"
+    joint = "soft"
+    position = [0.1, 0.0, 0.0]
+    [link.rod]                         # a GVS rod along its base frame's x axis, circular section
+    length = 0.5
+    radius = [0.015, 0.01]             # base and tip (linear taper), or one number
+    young = 1e6                        # E (Pa); density (kg/m³), poisson, damping (Pa·s) as jaxse3.rod.Material
+    density = 1000.0
+    poisson = 0.5
+    damping = 1e4
+    strains = ["wx", "wy", "wz", "vx"] # the strain components with modes (default all six)
+    order = 4                          # Legendre order of each (default 2)
+    gauss = 5                          # Gauss points (default order + 1)
+
+Unknown fields are errors (they catch typos), as are unknown joints, parents that do not exist or come later (a
+cycle cannot be written), non-positive lengths, radii or masses, negative inertias, a basis order the Gauss points
+cannot resolve.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import tomllib
+
+from jaxse3 import rigid, se3
+from jaxse3.linkage._model import JOINTS, Fluid, Link, Linkage
+from jaxse3.rod import Rod
+from jaxse3.rod.basis import LegendreBasis
+from jaxse3.rod.geometry import CircularSection, Material
+
+__all__ = ["read_toml", "from_toml", "STRAINS"]
+
+#: the strain components of a rod, in order (angular first)
+STRAINS = ("wx", "wy", "wz", "vx", "vy", "vz")
+_RIGID_FIELDS = {"mass", "com", "inertia", "volume", "drag", "added_mass", "actuated"}
+_COMMON_FIELDS = {"name", "parent", "joint", "position", "rotation", "axis", "pitch"}
+_ROD_FIELDS = {"length", "radius", "young", "density", "poisson", "damping", "strains", "order", "gauss"}
+_FLUID_FIELDS = {"density", "drag_normal", "drag_tangential", "added_mass", "speed_scale"}
+
+
+def read_toml(source: str | os.PathLike) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of a file path (or of TOML text) and a label for messages."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".toml")):
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as fh:
+                return tomllib.load(fh), os.path.basename(path)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"{os.path.basename(path)}: not valid TOML: {e}") from None
+    try:
+        return tomllib.loads(source), "model"
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"model: not valid TOML: {e}") from None
+
+
+class _Fields:
+    """Typed access to one table, with messages naming where it is."""
+
+    def __init__(self, table: dict, where: str, allowed: set[str]):
+        if not isinstance(table, dict):
+            raise ValueError(f"{where}: expected a table, got {table!r}")
+        unknown = sorted(set(table) - allowed)
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {unknown}; expected some of {sorted(allowed)}")
+        self.table, self.where = table, where
+
+    def number(self, key: str, default: float | None = None, positive: bool = False, nonneg: bool = False) -> float:
+        if key not in self.table:
+            if default is None:
+                raise ValueError(f"{self.where}: missing {key!r}")
+            return default
+        v = self.table[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+            raise ValueError(f"{self.where}: {key!r} must be a finite number, got {v!r}")
+        if positive and v <= 0:
+            raise ValueError(f"{self.where}: {key!r} must be positive, got {v}")
+        if nonneg and v < 0:
+            raise ValueError(f"{self.where}: {key!r} must be non-negative, got {v}")
+        return float(v)
+
+    def vector(self, key: str, size: int | tuple[int, ...], default: Any = None) -> np.ndarray:
+        if key not in self.table:
+            if default is None:
+                raise ValueError(f"{self.where}: missing {key!r}")
+            return np.asarray(default, dtype=float)
+        v = self.table[key]
+        sizes = (size,) if isinstance(size, int) else size
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            a = None
+        if a is None or a.ndim != 1 or a.shape[0] not in sizes or not np.isfinite(a).all():
+            raise ValueError(
+                f"{self.where}: {key!r} must be a list of {' or '.join(map(str, sizes))} numbers, got {v!r}"
+            )
+        return a
+
+
+def _placement(f: _Fields) -> np.ndarray:
+    R = se3.exp(jnp.concatenate([jnp.asarray(f.vector("rotation", 3, (0.0, 0.0, 0.0))), jnp.zeros(3)]))[:3, :3]
+    return np.asarray(se3.from_rotation_translation(R, jnp.asarray(f.vector("position", 3, (0.0, 0.0, 0.0)))))
+
+
+def _axis(f: _Fields, joint: str) -> np.ndarray | None:
+    if joint not in ("revolute", "prismatic", "helical"):
+        for key in ("axis", "pitch"):
+            if key in f.table:
+                raise ValueError(f"{f.where}: {key!r} is only for revolute, prismatic and helical joints")
+        return None
+    a = f.vector("axis", 3)
+    n = float(np.linalg.norm(a))
+    if abs(n - 1.0) > 1e-6:
+        raise ValueError(f"{f.where}: 'axis' must be a unit vector, got {a.tolist()} (norm {n:.6g})")
+    if "pitch" in f.table and joint != "helical":
+        raise ValueError(f"{f.where}: 'pitch' is only for helical joints")
+    zero = np.zeros(3)
+    if joint == "revolute":
+        return np.concatenate([a, zero])
+    if joint == "prismatic":
+        return np.concatenate([zero, a])
+    return np.concatenate([a, f.number("pitch", 0.0) * a])
+
+
+def _rigid_link(f: _Fields, name: str, parent: str | None, joint: str) -> Link:
+    mass = f.number("mass", positive=True)
+    com = f.vector("com", 3, (0.0, 0.0, 0.0))
+    raw = f.table.get("inertia")
+    I = np.asarray(raw, dtype=float) if raw is not None else None
+    if I is None or I.shape not in ((3,), (3, 3)) or not np.isfinite(I).all():
+        raise ValueError(f"{f.where}: 'inertia' must be [Ixx, Iyy, Izz] or a 3×3 matrix about the centre of mass")
+    I = np.diag(I) if I.shape == (3,) else I
+    if np.abs(I - I.T).max() > 1e-12 * max(np.abs(I).max(), 1e-300) or np.linalg.eigvalsh(I).min() < 0:
+        raise ValueError(f"{f.where}: 'inertia' must be symmetric positive semi-definite, got {I.tolist()}")
+    actuated = f.table.get("actuated")
+    if actuated is not None and not isinstance(actuated, bool):
+        raise ValueError(f"{f.where}: 'actuated' must be true or false, got {actuated!r}")
+    added = f.vector("added_mass", 6, np.zeros(6))
+    return Link.rigid(
+        name,
+        parent,
+        joint,
+        rigid.spatial_inertia(mass, com, I),
+        _placement(f),
+        _axis(f, joint),
+        actuated,
+        f.number("volume", 0.0, nonneg=True),
+        f.vector("drag", 6, np.zeros(6)),
+        np.diag(added),
+    )
+
+
+def _rod(table: Any, where: str) -> Rod:
+    f = _Fields(table, where, _ROD_FIELDS)
+    radius = f.vector("radius", (1, 2)) if isinstance(f.table.get("radius"), list) else None
+    if radius is None:
+        r = f.number("radius", positive=True)
+        radius = np.array([r, r])
+    elif radius.shape[0] == 1:
+        radius = np.array([radius[0], radius[0]])
+    if (radius <= 0).any():
+        raise ValueError(f"{where}: 'radius' must be positive, got {radius.tolist()}")
+    strains = f.table.get("strains", list(STRAINS))
+    if not isinstance(strains, list) or not strains or any(s not in STRAINS for s in strains):
+        raise ValueError(f"{where}: 'strains' must be a non-empty list of {list(STRAINS)}, got {strains!r}")
+    order = f.table.get("order", 2)
+    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
+        raise ValueError(f"{where}: 'order' must be a non-negative integer, got {order!r}")
+    gauss = f.table.get("gauss", order + 1)
+    if isinstance(gauss, bool) or not isinstance(gauss, int) or gauss < order + 1:
+        raise ValueError(f"{where}: 'gauss' must be an integer ≥ order + 1 = {order + 1}, got {gauss!r}")
+    material = Material(
+        E=f.number("young", positive=True),
+        rho=f.number("density", positive=True),
+        nu=f.number("poisson", 0.5),
+        damping=f.number("damping", 0.0, nonneg=True),
+    )
+    return Rod(
+        length=f.number("length", positive=True),
+        section=CircularSection(float(radius[0]), float(radius[1])),
+        material=material,
+        basis=LegendreBasis(tuple(order if s in strains else None for s in STRAINS)),
+        n_gauss=gauss,
+    )
+
+
+def from_toml(source: str | os.PathLike) -> Linkage:
+    """The :class:`~jaxse3.linkage.Linkage` of a TOML file (or TOML text); the format is in this module's docstring.
+    Bad input raises ValueError naming the file, the link and the field."""
+    data, label = read_toml(source)
+    unknown = sorted(set(data) - {"gravity", "fluid", "link", "simulation"})
+    if unknown:
+        raise ValueError(f"{label}: unknown top-level field(s) {unknown}; expected gravity, fluid, link, simulation")
+    top = _Fields({k: v for k, v in data.items() if k == "gravity"}, label, {"gravity"})
+    gravity = top.vector("gravity", 3, (0.0, 0.0, -9.81))
+    fluid = None
+    if "fluid" in data:
+        ff = _Fields(data["fluid"], f"{label}: [fluid]", _FLUID_FIELDS)
+        fluid = Fluid(**{k: ff.number(k, nonneg=True) for k in ff.table})
+    links = data.get("link")
+    if not isinstance(links, list) or not links:
+        raise ValueError(f"{label}: no links (write each as a [[link]] table)")
+    out = []
+    for i, table in enumerate(links):
+        name = table.get("name") if isinstance(table, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{label}: link {i + 1} has no 'name'")
+        where = f"{label}: link {name!r}"
+        joint = table.get("joint")
+        if joint not in JOINTS:
+            raise ValueError(f"{where}: 'joint' must be one of {list(JOINTS)}, got {joint!r}")
+        parent = table.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            raise ValueError(f"{where}: 'parent' must be a link name, got {parent!r}")
+        if joint == "soft":
+            f = _Fields(table, where, _COMMON_FIELDS | {"rod"})
+            _axis(f, joint)
+            if "rod" not in table:
+                raise ValueError(f"{where}: a soft link needs its [link.rod] table")
+            out.append(Link.soft(name, parent, _rod(table["rod"], f"{where}: rod"), _placement(f)))
+        else:
+            f = _Fields(table, where, _COMMON_FIELDS | _RIGID_FIELDS)
+            out.append(_rigid_link(f, name, parent, joint))
+    try:
+        return Linkage(out, gravity, fluid=fluid)
+    except ValueError as e:
+        raise ValueError(f"{label}: {e}") from None

@@ -1,0 +1,79 @@
+"""Linkages from TOML model files: the shipped serial robot equals the scenario's, and bad files are named."""
+
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from jaxse3 import linkage as lk
+from jaxse3.sim import scenarios
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "models")
+
+
+def test_the_serial_robot_file_is_the_scenario():
+    path = os.path.join(MODELS, "serial_robot.toml")
+    got, want = lk.from_toml(path), scenarios.serial_robot_linkage()
+    assert got.names == want.names and got.parents == want.parents and got.nv == want.nv == 27
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15), got, want)
+    _, inputs, settings, q0 = scenarios.from_toml(path)
+    _, ref = scenarios.serial_robot()
+    assert settings == {"t_final": 10.0, "solver": "kvaerno5"}
+    for t in (0.0, 1.3, 7.0):
+        np.testing.assert_allclose(inputs(t), ref(t), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(q0, 0.0)
+
+
+GOOD = """
+[[link]]
+name = "a"
+joint = "revolute"
+axis = [0.0, 0.0, 1.0]
+mass = 1.0
+inertia = [0.1, 0.1, 0.1]
+"""
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("[[link]]\nname = 'a'\njoint = 'ball'", "link 'a': 'joint' must be one of"),
+        (GOOD.replace("mass = 1.0", "mass = -1.0"), "link 'a': 'mass' must be positive"),
+        (GOOD.replace("mass = 1.0", "mas = 1.0"), r"link 'a': unknown field\(s\) \['mas'\]"),
+        (GOOD.replace("[0.0, 0.0, 1.0]", "[0.0, 0.0, 2.0]"), "'axis' must be a unit vector"),
+        (GOOD.replace("[0.1, 0.1, 0.1]", "[0.1, -0.1, 0.1]"), "'inertia' must be symmetric positive semi-definite"),
+        (GOOD + "\n[[link]]\nname = 'b'\nparent = 'c'\njoint = 'fixed'\nmass = 1.0\ninertia = [1, 1, 1]", "not a link"),
+        (
+            "[[link]]\nname = 'b'\nparent = 'a'\njoint = 'fixed'\nmass = 1.0\ninertia = [1, 1, 1]\n" + GOOD,
+            "which comes after it",
+        ),
+        ("[[link]]\nname = 's'\njoint = 'soft'", "needs its \\[link.rod\\] table"),
+        (
+            "[[link]]\nname = 's'\njoint = 'soft'\n[link.rod]\nlength = -0.5\nradius = 0.01\nyoung = 1e6\n"
+            "density = 1e3",
+            "link 's': rod: 'length' must be positive",
+        ),
+        (
+            "[[link]]\nname = 's'\njoint = 'soft'\n[link.rod]\nlength = 0.5\nradius = 0.01\nyoung = 1e6\n"
+            "density = 1e3\norder = 4\ngauss = 3",
+            "'gauss' must be an integer ≥ order \\+ 1 = 5",
+        ),
+        ("gravity = [0, 0]", "'gravity' must be a list of 3 numbers"),
+        ("", "no links"),
+        ("[[link]\n", "not valid TOML"),
+    ],
+)
+def test_bad_model_files_name_the_link_and_the_field(text, match):
+    with pytest.raises(ValueError, match=match):
+        lk.from_toml(text)
+
+
+def test_bad_simulation_tables_are_named(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(GOOD + "\n[simulation]\nprescribed = { b = { amplitude = 1.0, period = 2.0 } }\n")
+    with pytest.raises(ValueError, match=r"m\.toml: \[simulation\]: 'prescribed' names links that do not exist"):
+        scenarios.from_toml(str(path))
+    path.write_text(GOOD + "\n[simulation]\nsteps = 3\n")
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['steps'\]"):
+        scenarios.from_toml(str(path))
