@@ -22,9 +22,17 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   end frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
   (32), and are stacked into the global matrices (eq. (42)).
 
-A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block. Spherical and free joints (whose S_α =
-Ad_X S̄ depends on q in the tangent-space sense) are not covered: :func:`covered` says whether a linkage is, and the
-rules of :mod:`jaxse3.linkage._rules` differentiate the others by autodiff of the plain recursion.
+A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block.
+
+Spherical and free joints (velocities: the child's body angular velocity or twist ν; derivatives in the tangent
+space, q ⊕ δ = X exp(S̄δ)) enter as their transform X(q), applied like a placement, followed by the local chart
+exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ constant (S = S̄, Ṡ = ½ad_{S̄ν}S̄, and the App. C terms from
+``se3.dexp_jac``/``dexp_jac_dir`` at 0). The chart differentiates at fixed (Ω̇, Ω̈) and yields forces conjugate to Ω̇;
+two corrections give the derivative at fixed (ν, ν̇) (:func:`_chart_correction`): Ω̇ = dexp⁻¹_{−Ω}ν adds
+∂ID/∂q̇ (−½ad_ν) + M (−½ad_ν̇ + ⅙ad_ν²) to the joint's columns, and τ_ν = dexp_{−Ω}^{−T}τ_Ω adds ½S̄ᵀ\\bar{ad}(S̄τ)S̄ to
+its own block. A rigid-only linkage then equals IDSVA (:func:`jaxse3.rigid.rnea_derivatives`) on floating trees
+with spherical joints (tests). The ``custom_jvp`` rules of :mod:`jaxse3.linkage._rules` apply to linkages without
+these joints (:func:`covered`): JAX's tangents of a quaternion are coordinate tangents, not δ.
 """
 
 from __future__ import annotations
@@ -118,18 +126,45 @@ class Points(NamedTuple):
 
 
 def covered(linkage: Linkage) -> bool:
-    """Whether the analytical derivatives cover every joint of ``linkage`` (no spherical or free joint)."""
+    """Whether the ``custom_jvp`` rules apply to ``linkage``: no spherical or free joint, whose configurations
+    (quaternions, nq ≠ nv) JAX differentiates in coordinates while the analytical derivatives are in the tangent
+    space (:func:`inverse_dynamics_derivatives` covers them)."""
     return all(link.joint not in ("spherical", "free") for link in linkage.links)
 
 
-def _link_joints(link: Link, q, qd, qdd) -> LinkJoints:
-    """The joint quantities of a link (module docstring)."""
+def _multi_dof(link: Link) -> bool:
+    return link.joint in ("spherical", "free")
+
+
+def _link_joints(link: Link, q, qd, qdd) -> tuple[LinkJoints, Array | None]:
+    """The joint quantities of a link (module docstring), and for a spherical or free joint its transform X(q), which
+    the forward pass applies as a fixed transform before the joint's local chart exp(S̄Ω) at Ω = 0."""
     if link.joint == "soft":
         j = rod_kinematics.joints(link.body, q, qd, qdd, derivatives=True)
-        return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd)
+        return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd), None
     dtype = link.axis.dtype
+    eye = jnp.eye(4, dtype=dtype)
+    if _multi_dof(link):  # the local chart X exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ (module docstring)
+        R, p = rigid.joints.batched_transform(link.joint, link.axis[None], q[None])
+        S = rigid.joints.motion_subspace(link.joint, link.axis).T  # S̄ (6, k)
+        zero = jnp.zeros(6, dtype)
+        v, a = S @ qd, S @ qdd
+        Ja, Jb = se3.dexp_jac(zero, jnp.stack([v, a]))
+        one = LinkJoints(
+            eye,
+            jnp.eye(6, dtype=dtype),
+            jnp.eye(6, dtype=dtype),
+            S,
+            v,
+            a,
+            se3.d_dexp(zero, v) @ S,
+            Ja @ S,
+            Jb @ S,
+            se3.dexp_jac_dir(zero, v, v) @ S,
+        )
+        return jax.tree.map(lambda x: x[None], one), se3.from_rotation_translation(R[0], p[0])
     if link.joint == "fixed":
-        step = jnp.eye(4, dtype=dtype)
+        step = eye
         S = jnp.zeros((6, 0), dtype)
         z = jnp.zeros(6, dtype)
     else:
@@ -141,7 +176,16 @@ def _link_joints(link: Link, q, qd, qdd) -> LinkJoints:
     acc = z if z is not None else S @ qdd
     zS = jnp.zeros_like(S)
     one = LinkJoints(step, se3.Ad_inv(step), se3.coAd(step), S, vel, acc, zS, zS, zS, zS)
-    return jax.tree.map(lambda a: a[None], one)
+    return jax.tree.map(lambda a: a[None], one), None
+
+
+def _chart_correction(S: Array, qd: Array, qdd: Array) -> tuple[Array, Array]:
+    """(∂Ω̇/∂Ω, ∂Ω̈/∂Ω) at Ω = 0 for the local chart X exp(S̄Ω) of a spherical or free joint at fixed body velocity ν
+    and acceleration ν̇: Ω̇ = dexp⁻¹_{−Ω}ν gives −½ ad_ν and −½ ad_ν̇ + ⅙ ad_ν² (ad restricted to the joint's
+    subalgebra: S̄ᵀ ad_{S̄ν} S̄). The derivative at fixed (ν, ν̇) is the chart's plus ∂ID/∂q̇ and M times these, and
+    the joint's own rows, forces conjugate to ν rather than Ω̇ (τ_ν = dexp_{−Ω}^{−T}τ_Ω), gain ½ S̄ᵀ\\bar{ad}(S̄τ)S̄."""
+    ad_v, ad_a = S.T @ se3.ad(S @ qd) @ S, S.T @ se3.ad(S @ qdd) @ S
+    return -0.5 * ad_v, -0.5 * ad_a + ad_v @ ad_v / 6.0
 
 
 def _embed(X: Array, S: Array, start: int) -> Array:
@@ -202,12 +246,12 @@ def _backward_link(
 ) -> tuple[Sums, tuple[Array, ...]]:
     """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇)."""
     lie = se3
-    soft = link.joint == "soft"
-    if soft:
+    if link.joint == "soft":
         rod = link.body
         extra = (*rod_kinematics.joint_twists(rod, q), rod.Phi_c, rod.h)
     else:
         extra = None
+    chart = _multi_dof(link)
 
     def step(s: Sums, x):
         j, k, (R, Q, Y), p, e = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
@@ -227,6 +271,8 @@ def _backward_link(
             w = lie.dexpT_apply(Om, FC)
             local = Zj.T @ lie.dexpT_jac(Om, FC) @ Zj + magnus.magnus_dZT(Phi_c, w, h, link.body.expansion_order)
             dq = _embed(dq, local, start)
+        if chart:  # C29 of the chart exp(S̄Ω) at Ω = 0 (𝓩 = S̄ constant)
+            dq = _embed(dq, j.S.T @ lie.dexpT_jac(jnp.zeros_like(FC), FC) @ j.S, start)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
         return Sums(FC, MC, NC, U, P, V, W, E), rows
 
@@ -241,13 +287,8 @@ def inverse_dynamics_derivatives(
     linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
 ) -> IDDerivatives:
     """ID(q, q̇, q̈), ∂ID/∂q, ∂ID/∂q̇ and M = ∂ID/∂q̈ in one forward and one backward pass over the tree (seed 003
-    eqs. (14), (21), (27), (32), (39)–(42); module docstring). Linkages with spherical or free joints are not covered
-    (:func:`covered`): ValueError."""
-    if not covered(linkage):
-        raise ValueError(
-            "inverse_dynamics_derivatives: the analytical derivatives do not cover spherical or free joints yet; "
-            "differentiate jaxse3.linkage.inverse_dynamics with jax.jacfwd"
-        )
+    eqs. (14), (21), (27), (32), (39)–(42); module docstring). For spherical and free joints ∂/∂q is in the tangent
+    space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of :mod:`jaxse3.rigid`): nv columns."""
     args = check_state("inverse_dynamics_derivatives", linkage, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (args[k] for k in ("q", "qd", "qdd"))
     nv, dtype = linkage.nv, jnp.result_type(q, qd, qdd, linkage.gravity.dtype)
@@ -257,24 +298,34 @@ def inverse_dynamics_derivatives(
     forward = []
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
-        jt = _link_joints(link, q[qs], qd[vs], qdd[vs])
+        jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs])
         base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
-        pts, terms = _forward_link(base.moved(link.placement.astype(dtype)), jt, vs.start)
+        place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
+        pts, terms = _forward_link(base.moved(place), jt, vs.start)
         m = point_inertias(linkage, i, dtype)
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), m)
-        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav)))
+        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav), place))
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
     for i in reversed(range(len(linkage.links))):
-        link, (jt, pts, terms, quantities) = linkage.links[i], forward[i]
+        link, (jt, pts, terms, quantities, place) = linkage.links[i], forward[i]
         vs = linkage.v_slice(i)
         sums, rows = _backward_link(link, jt, pts, terms, quantities, ahead[i], q[linkage.q_slice(i)], vs.start)
         parent = linkage.parents[i]
         if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
             p0 = jax.tree.map(lambda a: a[0], quantities)
             at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N, E=sums.E + p0.dF)
-            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(link.placement.astype(dtype)))
+            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(place))
         tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
+    for i, link in enumerate(linkage.links):  # from the charts' derivatives to the tangent space at fixed ν, ν̇
+        if _multi_dof(link):
+            vs = linkage.v_slice(i)
+            S = forward[i][0].S[0]
+            d_rate, d_acc = _chart_correction(S, qd[vs], qdd[vs])
+            dq = dq.at[:, vs].add(dqd[:, vs] @ d_rate + Mm[:, vs] @ d_acc)
+            # the rows are the forces conjugate to ν = dexp_{−Ω}Ω̇, not to Ω̇: τ_ν = dexp_{−Ω}^{−T} τ_Ω
+            dq = dq.at[vs, vs].add(0.5 * S.T @ se3.adbar(S @ tau[vs]) @ S)
     arm = linkage.armature.astype(dtype)
-    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm + jnp.diag(arm))
+    Mm = Mm + jnp.diag(arm)
+    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm)

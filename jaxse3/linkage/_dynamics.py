@@ -49,6 +49,7 @@ __all__ = [
     "generalized_forces",
     "check_state",
     "speed",
+    "integrate",
 ]
 
 
@@ -206,3 +207,16 @@ def generalized_forces(
         elif link.actuated:
             tau = tau.at[vs].set(u[us])
     return tau
+
+
+def integrate(linkage: Linkage, q: Float[Array, " nq"], dv: Float[Array, " nv"]) -> Float[Array, " nq"]:
+    """q ⊕ δ: each joint's configuration moved by its slice of the tangent vector δ (nv,) — vector addition for rods
+    and 1-DoF joints, ``quat ⊗ exp(δ)`` for spherical joints, ``H exp(δ̂)`` for free joints (the right perturbation of
+    :func:`jaxse3.rigid.integrate`, the convention of the analytical derivatives)."""
+    args = check_state("integrate", linkage, q=q, qd=dv)
+    q, dv = args["q"], args["qd"]
+    parts = []
+    for i, link in enumerate(linkage.links):
+        qi, di = q[linkage.q_slice(i)], dv[linkage.v_slice(i)]
+        parts.append(rigid.joints.integrate(link.joint, qi, di) if link.joint in ("spherical", "free") else qi + di)
+    return jnp.concatenate(parts)

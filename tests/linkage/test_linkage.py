@@ -8,6 +8,8 @@ T = ½ Σ_k η_kᵀ𝓜_kη_k with η_k = (g_k⁻¹ġ_k)^∨ by autodiff of the 
 states.
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,19 +91,31 @@ def _random_state(linkage, seed, scale=0.6):
 
 
 def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree():
-    """Free base, prismatic, helical, spherical and revolute joints, armature: τ and M equal jaxse3.rigid's."""
+    """Free base, prismatic, helical, spherical and revolute joints, armature: τ, M, ∂τ/∂q and ∂τ/∂q̇ equal
+    jaxse3.rigid's (RNEA, CRBA, IDSVA)."""
     types = ("free", "prismatic", "helical", "spherical", "revolute", "revolute", "revolute")
     model = rigid.auto_tree(7, bf=1.5, joint_types=types, floating_base=True, seed=1)
     model = model.with_armature(np.linspace(0.0, 0.1, model.nv))
     linkage = lk.Linkage.from_rigid(model)
     assert (linkage.nq, linkage.nv, linkage.n_inputs) == (model.nq, model.nv, 5)  # the 1-DoF joints are actuated
-    fn = jax.jit(lambda q, v, a: (lk.inverse_dynamics(linkage, q, v, a), lk.mass_matrix(linkage, q)))
+    fn = jax.jit(
+        lambda q, v, a: (
+            lk.inverse_dynamics(linkage, q, v, a),
+            lk.mass_matrix(linkage, q),
+            lk.inverse_dynamics_derivatives(linkage, q, v, a),
+        )
+    )
     for seed in range(3):
         q = rigid.random_configuration(model, jax.random.PRNGKey(seed))
         _, v, a = _random_state(linkage, seed, 1.0)
-        tau, M = fn(q, v, a)
+        tau, M, r = fn(q, v, a)
         np.testing.assert_allclose(tau, rigid.rnea(model, q, v, a), rtol=1e-12, atol=1e-11)
         np.testing.assert_allclose(M, rigid.crba(model, q), rtol=1e-12, atol=1e-13)
+        # free and spherical joints: tangent-space derivatives at fixed body velocities, as IDSVA's
+        dq, dv = rigid.rnea_derivatives(model, q, v, a)[:2]
+        np.testing.assert_allclose(r.dq, dq, rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(r.dqd, dv, rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(r.tau, tau, rtol=1e-12, atol=1e-11)
 
 
 @pytest.fixture(scope="module")
@@ -290,3 +304,22 @@ def _fixed(name, parent):
 def test_bad_models_and_states_are_named(make, match):
     with pytest.raises((ValueError, TypeError), match=match):
         make()
+
+
+def test_a_floating_hybrid_linkage_has_tangent_space_derivatives():
+    """A free-floating rigid body with the hybrid linkage hung on it through a spherical joint: the analytical ∂ID/∂q
+    (tangent space, fixed body velocities) against central differences of ID(q ⊕ δ) in δ."""
+    body = rigid.spatial_inertia(2.0, (0.01, 0.02, -0.03), np.diag([0.02, 0.03, 0.04]))
+    links = [lk.Link.rigid("base", None, "free", body), lk.Link.rigid("ball", "base", "spherical", 0.1 * body)]
+    for link in HYBRID.links:
+        parent = "ball" if link.parent is None else link.parent
+        links.append(dataclasses.replace(link, parent=parent))
+    floating = lk.Linkage(links, gravity=(0.3, -0.2, -9.81))
+    k = jax.random.split(jax.random.PRNGKey(8), 3)
+    q = lk.integrate(floating, jnp.zeros(floating.nq).at[3].set(1.0).at[7].set(1.0), jax.random.normal(k[0], (22,)))
+    v, a = jax.random.normal(k[1], (22,)), jax.random.normal(k[2], (22,))
+    r = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(floating, q, v, a))(q, v, a)
+    f = jax.jit(lambda d: lk.inverse_dynamics_autodiff(floating, lk.integrate(floating, q, d), v, a))
+    eps = 1e-6
+    central = np.stack([(f(e) - f(-e)) / (2 * eps) for e in np.eye(22) * eps], axis=1)
+    np.testing.assert_allclose(r.dq, central, rtol=1e-6, atol=1e-6)
