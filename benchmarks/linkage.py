@@ -10,10 +10,11 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    mismatch, compile (first call).
 3. Statics: ``--n-statics`` (1000) random joint-angle sets in [−π/4, π/4], batched; unknowns the soft coordinates
    (paper: 6.3 ms per solve analytic, 49.9 ms finite differences).
-4. A rigid-only linkage against jaxse3.rigid on the same robot (``--robot``, default ur5 from example-robot-data if
-   installed, else a 6-DoF random revolute tree): inverse dynamics and its first-order derivatives, batched per state.
+4. A rigid-only linkage against jaxse3.rigid on the same robots (``--robots``, default HyQ (floating base) and UR5
+   from example-robot-data if installed, else a random floating tree): inverse dynamics and its first-order
+   derivatives (tangent space for the floating base), batched per state.
 
-    python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robot ur5]
+    python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
         [--skip jacobians simulations statics rigid]
 """
 
@@ -117,7 +118,7 @@ def statics_table(system, n, seed=0):
 
 def rigid_table(robot, batch, seed=0):
     if robot == "random":
-        model = rigid.auto_tree(6, bf=1.0, seed=seed)
+        model = rigid.auto_tree(13, bf=1.5, floating_base=True, seed=seed)
     else:
         model = rigid.example_robot(robot)
     linkage = lk.Linkage.from_rigid(model)
@@ -147,7 +148,7 @@ def main(argv=None):
     p.add_argument("--t-final", type=float, default=10.0)
     p.add_argument("--n-statics", type=int, default=1000)
     p.add_argument("--batch", type=int, default=1000, help="states of the rigid comparison")
-    p.add_argument("--robot", default=None, help="example robot of the rigid comparison (default ur5, or random)")
+    p.add_argument("--robots", nargs="*", default=None, help="robots of the rigid comparison (default hyq ur5)")
     p.add_argument("--skip", nargs="*", default=[], choices=["jacobians", "simulations", "statics", "rigid"])
     args = p.parse_args(argv)
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64")
@@ -159,15 +160,16 @@ def main(argv=None):
     if "statics" not in args.skip:
         statics_table(system, args.n_statics)
     if "rigid" not in args.skip:
-        robot = args.robot
-        if robot is None:
+        robots = args.robots
+        if robots is None:
             try:
                 import urdf_parser_py  # noqa: F401
 
-                robot = "ur5"
+                robots = ["hyq", "ur5"]
             except ImportError:
-                robot = "random"
-        rigid_table(robot, args.batch)
+                robots = ["random"]
+        for robot in robots:
+            rigid_table(robot, args.batch)
 
 
 if __name__ == "__main__":

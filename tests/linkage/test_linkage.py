@@ -323,3 +323,14 @@ def test_a_floating_hybrid_linkage_has_tangent_space_derivatives():
     eps = 1e-6
     central = np.stack([(f(e) - f(-e)) / (2 * eps) for e in np.eye(22) * eps], axis=1)
     np.testing.assert_allclose(r.dq, central, rtol=1e-6, atol=1e-6)
+
+
+def test_attach_hangs_a_rod_on_a_named_frame():
+    """``Linkage.from_rigid(model).attach(Link.soft(...))`` is the linkage written link by link."""
+    model = rigid.auto_tree(3, joint_types="revolute", seed=3)
+    rod_link = lk.Link.soft("tail", model.names[-1], _rod(0.2), _pose(p=(0.1, 0.0, 0.0)))
+    attached = lk.Linkage.from_rigid(model).attach(rod_link)
+    written = lk.Linkage([*lk.Linkage.from_rigid(model).links, rod_link], model.gravity, jnp.zeros(3 + 6))
+    assert attached.names == (*model.names, "tail") and attached.parents == (-1, 0, 1, 2)
+    assert attached.points_of("tail") == slice(3, 3 + rod_link.n_points)
+    jax.tree.map(np.testing.assert_array_equal, attached, written)
