@@ -94,3 +94,14 @@ def timed(fn: Callable) -> tuple[Any, float, float]:
     t0, c0 = time.perf_counter(), time.process_time()
     out = jax.block_until_ready(fn())
     return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def jacobian_by_columns(fd: Callable, q: Any, qd: Any, eps: float = 1e-6) -> tuple[Any, Any]:
+    """(∂fd/∂q, ∂fd/∂q̇) by forward differences, one column after the other (``lax.map``, no vmap): the loop of seed
+    003 eq. (38), the paper's finite-difference baseline."""
+    import jax.numpy as jnp
+
+    n = q.shape[0]
+    y, x = fd(q, qd), jnp.concatenate([q, qd])
+    cols = jax.lax.map(lambda e: (fd(*jnp.split(x + eps * e, 2)) - y) / eps, jnp.eye(2 * n))
+    return cols[:n].T, cols[n:].T

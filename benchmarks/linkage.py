@@ -32,7 +32,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import fmt_time, time_group, timed  # noqa: E402
+from _timing import fmt_time, jacobian_by_columns, time_group, timed  # noqa: E402
 
 from jaxse3 import linkage as lk, rigid  # noqa: E402
 from jaxse3.sim import finite_difference, scenarios, simulate, solve_statics_batch  # noqa: E402
@@ -58,15 +58,10 @@ def jacobian_table(system, inputs, t_state=3.0):
     fd = lambda q, qd: lk.controlled_forward_dynamics(control, q, qd, u)
     n = q.shape[0]
 
-    def fd_by_column(q, qd, eps=1e-6):  # the paper's loop: one forward difference after the other
-        y, x = fd(q, qd), jnp.concatenate([q, qd])
-        cols = jax.lax.map(lambda e: (fd(*jnp.split(x + eps * e, 2)) - y) / eps, jnp.eye(2 * n))
-        return cols[:n].T, cols[n:].T
-
     cases = {
         "analytic (custom_jvp)": lambda q, qd: jax.jacfwd(fd, argnums=(0, 1))(q, qd),
         "finite differences (ε=1e-6)": lambda q, qd: jax.jacfwd(finite_difference(fd), argnums=(0, 1))(q, qd),
-        "FD column by column": fd_by_column,
+        "FD column by column": lambda q, qd: jacobian_by_columns(fd, q, qd),
         "autodiff through the recursion": lambda q, qd: jax.jacfwd(
             lambda q, qd: plain_fd(control, q, qd, u), argnums=(0, 1)
         )(q, qd),

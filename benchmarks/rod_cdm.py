@@ -40,7 +40,7 @@ import numpy as np  # noqa: E402
 import optimistix as optx  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import fmt_time, time_group, timed  # noqa: E402
+from _timing import fmt_time, jacobian_by_columns, time_group, timed  # noqa: E402
 
 from jaxse3.rod import dynamics as rod_dynamics  # noqa: E402
 from jaxse3.sim import finite_difference, scenarios, simulate, simulate_batch, solve_statics_batch, stack  # noqa: E402
@@ -58,17 +58,10 @@ def jacobian_table(name, system, inputs, t_state=3.0):
     rod, loads = system.params
     fd = lambda q, qd: rod_dynamics.forward_dynamics(rod, q, qd, u, loads)
     plain = lambda q, qd: rod_dynamics._fd_plain(rod, q, qd, u, loads)
-    n = q.shape[0]
-
-    def fd_by_column(q, qd, eps=1e-6):  # the paper's loop: one forward difference after the other (no vmap)
-        y, x = fd(q, qd), jnp.concatenate([q, qd])
-        cols = jax.lax.map(lambda e: (fd(*jnp.split(x + eps * e, 2)) - y) / eps, jnp.eye(2 * n))
-        return cols[:n].T, cols[n:].T
-
     cases = {
         "analytic (custom_jvp)": lambda q, qd: jax.jacfwd(fd, argnums=(0, 1))(q, qd),
         "finite differences (ε=1e-6)": lambda q, qd: jax.jacfwd(finite_difference(fd), argnums=(0, 1))(q, qd),
-        "FD column by column": fd_by_column,
+        "FD column by column": lambda q, qd: jacobian_by_columns(fd, q, qd),
         "autodiff through RNEA": lambda q, qd: jax.jacfwd(plain, argnums=(0, 1))(q, qd),
     }
     tms = time_group([(f, (q, qd)) for f in cases.values()], repeats=7)
