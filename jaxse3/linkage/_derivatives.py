@@ -45,7 +45,7 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._dynamics import check_state, speed
+from jaxse3.linkage._dynamics import check_state, joint_transform, speed
 from jaxse3.linkage._model import Link, Linkage, PointInertias, point_inertias
 from jaxse3.rod import kinematics as rod_kinematics, magnus
 
@@ -145,7 +145,6 @@ def _link_joints(link: Link, q, qd, qdd) -> tuple[LinkJoints, Array | None]:
     dtype = link.axis.dtype
     eye = jnp.eye(4, dtype=dtype)
     if _multi_dof(link):  # the local chart X exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ (module docstring)
-        R, p = rigid.joints.batched_transform(link.joint, link.axis[None], q[None])
         S = rigid.joints.motion_subspace(link.joint, link.axis).T  # S̄ (6, k)
         zero = jnp.zeros(6, dtype)
         v, a = S @ qd, S @ qdd
@@ -162,14 +161,13 @@ def _link_joints(link: Link, q, qd, qdd) -> tuple[LinkJoints, Array | None]:
             Jb @ S,
             se3.dexp_jac_dir(zero, v, v) @ S,
         )
-        return jax.tree.map(lambda x: x[None], one), se3.from_rotation_translation(R[0], p[0])
+        return jax.tree.map(lambda x: x[None], one), joint_transform(link, q)
     if link.joint == "fixed":
         step = eye
         S = jnp.zeros((6, 0), dtype)
         z = jnp.zeros(6, dtype)
     else:
-        R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], q[None])
-        step = se3.from_rotation_translation(R[0], p[0])
+        step = joint_transform(link, q)
         S = link.axis[:, None]
         z = None
     vel = z if z is not None else S @ qd

@@ -48,6 +48,7 @@ __all__ = [
     "mass_matrix",
     "generalized_forces",
     "check_state",
+    "joint_transform",
     "speed",
     "integrate",
 ]
@@ -90,12 +91,17 @@ def _embed(J: Array, S: Array, start: int) -> Array:
     return J.at[:, start : start + S.shape[1]].add(S)
 
 
+def joint_transform(link: Link, qi: Float[Array, " nq_j"]) -> Float[Array, "4 4"]:
+    """X(q_j), the pose of a rigid link's frame in its joint frame (:func:`jaxse3.rigid.joints.batched_transform`)."""
+    R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], qi[None])
+    return se3.from_rotation_translation(R[0], p[0])
+
+
 def _rigid_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
     """The link frame's (g, η, η̇, J) from the joint frame's, through the rigid joint (module docstring)."""
     if link.joint == "fixed":
         return g, eta, etad, J
-    R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], qi[None])
-    X = se3.from_rotation_translation(R[0], p[0])
+    X = joint_transform(link, qi)
     Ai = se3.Ad_inv(X)
     S = rigid.joints.motion_subspace(link.joint, link.axis).T  # (6, nv_j), child frame
     vel = S @ vi
