@@ -32,7 +32,14 @@ from ._dynamics import (
     point_states as point_states,
 )
 from ._files import STRAINS as STRAINS, from_toml as from_toml, read_toml as read_toml
-from ._model import JOINTS as JOINTS, Fluid as Fluid, Link as Link, Linkage as Linkage
+from ._model import (
+    COORDINATES as COORDINATES,
+    JOINTS as JOINTS,
+    Fluid as Fluid,
+    Link as Link,
+    Linkage as Linkage,
+    joint_basis as joint_basis,
+)
 from ._rules import (
     forward_dynamics as forward_dynamics,
     forward_dynamics_jacobians as forward_dynamics_jacobians,
@@ -42,9 +49,11 @@ from ._rules import (
 
 __all__ = [
     "JOINTS",
+    "COORDINATES",
     "Link",
     "Linkage",
     "Fluid",
+    "joint_basis",
     "PointStates",
     "point_states",
     "forward_kinematics",

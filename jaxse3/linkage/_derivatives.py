@@ -24,15 +24,18 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
 
 A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block.
 
-Spherical and free joints (velocities: the child's body angular velocity or twist ν; derivatives in the tangent
-space, q ⊕ δ = X exp(S̄δ)) enter as their transform X(q), applied like a placement, followed by the local chart
-exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ constant (S = S̄, Ṡ = ½ad_{S̄ν}S̄, and the App. C terms from
-``se3.dexp_jac``/``dexp_jac_dir`` at 0). The chart differentiates at fixed (Ω̇, Ω̈) and yields forces conjugate to Ω̇;
-two corrections give the derivative at fixed (ν, ν̇) (:func:`_chart_correction`): Ω̇ = dexp⁻¹_{−Ω}ν adds
-∂ID/∂q̇ (−½ad_ν) + M (−½ad_ν̇ + ⅙ad_ν²) to the joint's columns, and τ_ν = dexp_{−Ω}^{−T}τ_Ω adds ½S̄ᵀ\\bar{ad}(S̄τ)S̄ to
-its own block. A rigid-only linkage then equals IDSVA (:func:`jaxse3.rigid.rnea_derivatives`) on floating trees
-with spherical joints (tests). The ``custom_jvp`` rules of :mod:`jaxse3.linkage._rules` apply to linkages without
-these joints (:func:`covered`): JAX's tangents of a quaternion are coordinate tangents, not δ.
+A joint in exponential coordinates (exp(Φq̂), :func:`~jaxse3.linkage.joint_basis`) is a rod-like joint with 𝓩 = Φ
+constant (:func:`~jaxse3.linkage._dynamics.exponential_joint`; its C29 term Φᵀ(∂T(Ω)ᵀ𝓕/∂Ω)Φ).
+
+Spherical and free joints in quaternion coordinates (velocities: the child's body angular velocity or twist ν;
+derivatives in the tangent space, q ⊕ δ = X exp(S̄δ)) enter as their transform X(q), applied like a placement, followed
+by the local chart exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ constant (S = S̄, Ṡ = ½ad_{S̄ν}S̄, and the App. C
+terms from ``se3.dexp_jac``/``dexp_jac_dir`` at 0). The chart differentiates at fixed (Ω̇, Ω̈) and yields forces
+conjugate to Ω̇; two corrections give the derivative at fixed (ν, ν̇) (:func:`_chart_correction`): Ω̇ = dexp⁻¹_{−Ω}ν
+adds ∂ID/∂q̇ (−½ad_ν) + M (−½ad_ν̇ + ⅙ad_ν²) to the joint's columns, and τ_ν = dexp_{−Ω}^{−T}τ_Ω adds
+½S̄ᵀ\\bar{ad}(S̄τ)S̄ to its own block. A rigid-only linkage then equals IDSVA (:func:`jaxse3.rigid.rnea_derivatives`) on
+floating trees with spherical joints (tests). The ``custom_jvp`` rules of :mod:`jaxse3.linkage._rules` apply to linkages
+without these joints (:func:`covered`): JAX's tangents of a quaternion are coordinate tangents, not δ.
 """
 
 from __future__ import annotations
@@ -45,8 +48,8 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._dynamics import check_state, joint_transform, speed
-from jaxse3.linkage._model import Link, Linkage, PointInertias, point_inertias
+from jaxse3.linkage._dynamics import check_state, exponential_joint, joint_transform, speed
+from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias
 from jaxse3.rod import kinematics as rod_kinematics, magnus
 
 __all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
@@ -126,42 +129,34 @@ class Points(NamedTuple):
 
 
 def covered(linkage: Linkage) -> bool:
-    """Whether the ``custom_jvp`` rules apply to ``linkage``: no spherical or free joint, whose configurations
-    (quaternions, nq ≠ nv) JAX differentiates in coordinates while the analytical derivatives are in the tangent
-    space (:func:`inverse_dynamics_derivatives` covers them)."""
-    return all(link.joint not in ("spherical", "free") for link in linkage.links)
+    """Whether the ``custom_jvp`` rules apply to ``linkage``: no spherical or free joint in quaternion coordinates,
+    which JAX differentiates in coordinates (nq ≠ nv) while the analytical derivatives are in the tangent space
+    (:func:`inverse_dynamics_derivatives` covers them). Joints in exponential coordinates are covered."""
+    return not any(link.quaternion for link in linkage.links)
 
 
-def _multi_dof(link: Link) -> bool:
-    return link.joint in ("spherical", "free")
+def _chart(link: Link, q) -> tuple[Array, Array]:
+    """(Φ, Ω) of a joint run as one rod-like joint with constant 𝓩 = Φ: exponential coordinates (Ω = Φq), or the local
+    chart exp(S̄Ω) at Ω = 0 of a quaternion joint (Φ = S̄)."""
+    if link.exponential:
+        Phi = joint_basis(link)
+        return Phi, Phi @ q
+    return rigid.joints.motion_subspace(link.joint, link.axis).T, jnp.zeros(6, link.axis.dtype)
 
 
 def _link_joints(link: Link, q, qd, qdd) -> tuple[LinkJoints, Array | None]:
-    """The joint quantities of a link (module docstring), and for a spherical or free joint its transform X(q), which
-    the forward pass applies as a fixed transform before the joint's local chart exp(S̄Ω) at Ω = 0."""
+    """The joint quantities of a link (module docstring), and for a quaternion joint its transform X(q), which the
+    forward pass applies as a fixed transform before the joint's local chart exp(S̄Ω) at Ω = 0."""
     if link.joint == "soft":
         j = rod_kinematics.joints(link.body, q, qd, qdd, derivatives=True)
         return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd), None
     dtype = link.axis.dtype
     eye = jnp.eye(4, dtype=dtype)
-    if _multi_dof(link):  # the local chart X exp(S̄Ω) at Ω = 0: a rod-like joint with 𝓩 = S̄ (module docstring)
-        S = rigid.joints.motion_subspace(link.joint, link.axis).T  # S̄ (6, k)
-        zero = jnp.zeros(6, dtype)
-        v, a = S @ qd, S @ qdd
-        Ja, Jb = se3.dexp_jac(zero, jnp.stack([v, a]))
-        one = LinkJoints(
-            eye,
-            jnp.eye(6, dtype=dtype),
-            jnp.eye(6, dtype=dtype),
-            S,
-            v,
-            a,
-            se3.d_dexp(zero, v) @ S,
-            Ja @ S,
-            Jb @ S,
-            se3.dexp_jac_dir(zero, v, v) @ S,
-        )
-        return jax.tree.map(lambda x: x[None], one), joint_transform(link, q)
+    if link.exponential or link.quaternion:  # a rod-like joint with 𝓩 = Φ (module docstring)
+        Phi = _chart(link, q)[0]
+        zero = jnp.zeros(Phi.shape[1], dtype)
+        one = LinkJoints(*exponential_joint(Phi, zero if link.quaternion else q, qd, qdd, derivatives=True))
+        return jax.tree.map(lambda x: x[None], one), joint_transform(link, q) if link.quaternion else None
     if link.joint == "fixed":
         step = eye
         S = jnp.zeros((6, 0), dtype)
@@ -249,7 +244,7 @@ def _backward_link(
         extra = (*rod_kinematics.joint_twists(rod, q), rod.Phi_c, rod.h)
     else:
         extra = None
-    chart = _multi_dof(link)
+    chart = _chart(link, q) if link.exponential or link.quaternion else None
 
     def step(s: Sums, x):
         j, k, (R, Q, Y), p, e = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
@@ -269,8 +264,9 @@ def _backward_link(
             w = lie.dexpT_apply(Om, FC)
             local = Zj.T @ lie.dexpT_jac(Om, FC) @ Zj + magnus.magnus_dZT(Phi_c, w, h, link.body.expansion_order)
             dq = _embed(dq, local, start)
-        if chart:  # C29 of the chart exp(S̄Ω) at Ω = 0 (𝓩 = S̄ constant)
-            dq = _embed(dq, j.S.T @ lie.dexpT_jac(jnp.zeros_like(FC), FC) @ j.S, start)
+        if chart is not None:  # C29 of a joint exp(ΦΩ̂) with 𝓩 = Φ constant
+            Phi, Om = chart
+            dq = _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi, start)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
         return Sums(FC, MC, NC, U, P, V, W, E), rows
 
@@ -317,7 +313,7 @@ def inverse_dynamics_derivatives(
             ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(place))
         tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
     for i, link in enumerate(linkage.links):  # from the charts' derivatives to the tangent space at fixed ν, ν̇
-        if _multi_dof(link):
+        if link.quaternion:
             vs = linkage.v_slice(i)
             S = forward[i][0].S[0]
             d_rate, d_acc = _chart_correction(S, qd[vs], qdd[vs])

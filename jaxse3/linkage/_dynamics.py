@@ -7,6 +7,8 @@ frame through a link's placement P (a fixed transform, rule 3 of seed 003 §5) e
 * a rigid joint with joint transform X(q_j) and constant motion subspace S̄ (child frame; :mod:`jaxse3.rigid.joints`)
   gives η_c = Ad⁻¹_X η + S̄ q̇_j, η̇_c = Ad⁻¹_X η̇ + S̄ q̈_j + ad_{η_c} S̄ q̇_j, J_c = Ad⁻¹_X J + [0 S̄ 0] (rule 5,
   eq. (39));
+* a joint in exponential coordinates (:func:`jaxse3.linkage.joint_basis` Φ) is one rod-like joint α with
+  Ω = Φq_j, step exp(Ω̂), S = T(Ω)Φ, S q̇ and S q̈ + Ṡ q̇ (C15, C21; :func:`exponential_joint`), run like a rod's;
 * a rod runs its joints α (:func:`jaxse3.rod.kinematics.joints`: the Magnus step exp(Ω̂_α), S_α, S_α q̇ and
   S_α q̈ + Ṡ_α q̇): η_{α+1} = Ad⁻¹(η_α + S_α q̇), η̇_{α+1} = Ad⁻¹(η̇_α + S_α q̈ + Ṡ_α q̇ + ad_{η_α} S_α q̇) and
   J_{α+1} = Ad⁻¹(J_α + [0 S_α 0]) (D14, D15, eq. (2b)), starting from the joint frame's motion (a moving base).
@@ -37,7 +39,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid, rod as rods, se3
-from jaxse3.linkage._model import Link, Linkage, point_inertias
+from jaxse3.linkage._model import Link, Linkage, joint_basis, point_inertias
 from jaxse3.rod import kinematics as rod_kinematics
 
 __all__ = [
@@ -49,6 +51,8 @@ __all__ = [
     "generalized_forces",
     "check_state",
     "joint_transform",
+    "JointTerms",
+    "exponential_joint",
     "speed",
     "integrate",
 ]
@@ -92,15 +96,64 @@ def _embed(J: Array, S: Array, start: int) -> Array:
 
 
 def joint_transform(link: Link, qi: Float[Array, " nq_j"]) -> Float[Array, "4 4"]:
-    """X(q_j), the pose of a rigid link's frame in its joint frame (:func:`jaxse3.rigid.joints.batched_transform`)."""
+    """X(q_j), the pose of a rigid link's frame in its joint frame: exp(Φq̂_j) in exponential coordinates,
+    :func:`jaxse3.rigid.joints.batched_transform` otherwise."""
+    if link.exponential:
+        return se3.exp(joint_basis(link) @ qi)
     R, p = rigid.joints.batched_transform(rigid.joints.group(link.joint), link.axis[None], qi[None])
     return se3.from_rotation_translation(R[0], p[0])
+
+
+class JointTerms(NamedTuple):
+    """A joint α of a chain (seed 003 §4; App. C): the step g_{α,α+1}, Ad⁻¹ and Ad* of it, S_α (6, n) in frame α, the
+    rates S_α q̇ and S_α q̈ + Ṡ_α q̇, and (when asked for) Ṡ_α, (∂S_α/∂q)q̇, (∂S_α/∂q)q̈ and (∂Ṡ_α/∂q)q̇."""
+
+    step: Float[Array, "4 4"]
+    Ad_inv: Float[Array, "6 6"]
+    coAd: Float[Array, "6 6"]
+    S: Float[Array, "6 n"]
+    S_qd: Float[Array, " 6"]
+    S_acc: Float[Array, " 6"]
+    Sd: Float[Array, "6 n"] | None = None
+    dS_qd: Float[Array, "6 n"] | None = None
+    dS_qdd: Float[Array, "6 n"] | None = None
+    dSd_qd: Float[Array, "6 n"] | None = None
+
+
+def exponential_joint(
+    Phi: Float[Array, "6 n"],
+    qi: Float[Array, " n"],
+    vi: Float[Array, " n"],
+    ai: Float[Array, " n"],
+    derivatives: bool = False,
+) -> JointTerms:
+    """The terms of a joint exp(Φq̂) with constant Φ (a rigid joint of seed 003, digest §1.1; a rod joint with
+    𝓩 = Φ constant): Ω = Φq, S = T(Ω)Φ (C15), Ṡ = Ṫ Φ (C21), and with ``derivatives`` the App. C terms (C19, C20,
+    C24) from ``se3.dexp_jac`` and ``se3.dexp_jac_dir``."""
+    Om, rate, acc = Phi @ qi, Phi @ vi, Phi @ ai
+    step = se3.exp(Om)
+    S = se3.dexp(Om) @ Phi
+    vel = S @ vi
+    terms = JointTerms(step, se3.Ad_inv(step), se3.coAd(step), S, vel, S @ ai + se3.d_dexp_apply(Om, rate, rate))
+    if not derivatives:
+        return terms
+    Ja, Jb = se3.dexp_jac(Om, jnp.stack([rate, acc]))  # linear in its second argument: one call for both
+    return terms._replace(
+        Sd=se3.d_dexp(Om, rate) @ Phi,
+        dS_qd=Ja @ Phi,
+        dS_qdd=Jb @ Phi,
+        dSd_qd=se3.dexp_jac_dir(Om, rate, rate) @ Phi,
+    )
 
 
 def _rigid_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
     """The link frame's (g, η, η̇, J) from the joint frame's, through the rigid joint (module docstring)."""
     if link.joint == "fixed":
         return g, eta, etad, J
+    if link.exponential:
+        return tuple(
+            a[-1] for a in _chain(exponential_joint(joint_basis(link), qi, vi, ai), True, start, g, eta, etad, J)
+        )
     X = joint_transform(link, qi)
     Ai = se3.Ad_inv(X)
     S = rigid.joints.motion_subspace(link.joint, link.axis).T  # (6, nv_j), child frame
@@ -109,19 +162,28 @@ def _rigid_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Ar
     return g @ X, eta_c, Ai @ etad + S @ ai + se3.ad(eta_c) @ vel, _embed(Ai @ J, S, start)
 
 
-def _soft_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
-    """(g, η, η̇, J) at every point of the rod, its base moving as the joint frame (module docstring)."""
-    jt = rod_kinematics.joints(link.body, qi, vi, ai)
+def _chain(jt: JointTerms, single: bool, start: int, g, eta, etad, J) -> tuple[Array, ...]:
+    """(g, η, η̇, J) at every point of a chain of joints (D14, D15, eq. (2b)) from its first point's: a rod's joints
+    (leading axis) or, ``single``, one joint."""
 
     def point(carry, j):
         g, eta, etad, J = carry
-        eta_p = eta + j[3]  # η_α⁺ = η_α + S_α q̇
-        etad_p = etad + j[4] + se3.ad(eta) @ j[3]  # η̇_α⁺
-        nxt = (g @ j[0], j[1] @ eta_p, j[1] @ etad_p, j[1] @ _embed(J, j[2], start))
+        eta_p = eta + j.S_qd  # η_α⁺ = η_α + S_α q̇
+        etad_p = etad + j.S_acc + se3.ad(eta) @ j.S_qd  # η̇_α⁺
+        nxt = (g @ j.step, j.Ad_inv @ eta_p, j.Ad_inv @ etad_p, j.Ad_inv @ _embed(J, j.S, start))
         return nxt, nxt
 
-    _, pts = jax.lax.scan(point, (g, eta, etad, J), (jt.step, jt.Ad_inv, jt.S, jt.S_qd, jt.S_acc))
+    if single:
+        pts = jax.tree.map(lambda a: a[None], point((g, eta, etad, J), jt)[1])
+    else:
+        _, pts = jax.lax.scan(point, (g, eta, etad, J), jt)
     return tuple(jnp.concatenate([a[None], b]) for a, b in zip((g, eta, etad, J), pts))
+
+
+def _soft_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
+    """(g, η, η̇, J) at every point of the rod, its base moving as the joint frame (module docstring)."""
+    j = rod_kinematics.joints(link.body, qi, vi, ai)
+    return _chain(JointTerms(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc), False, start, g, eta, etad, J)
 
 
 def point_states(
@@ -218,11 +280,11 @@ def generalized_forces(
 def integrate(linkage: Linkage, q: Float[Array, " nq"], dv: Float[Array, " nv"]) -> Float[Array, " nq"]:
     """q ⊕ δ: each joint's configuration moved by its slice of the tangent vector δ (nv,) — vector addition for rods
     and 1-DoF joints, ``quat ⊗ exp(δ)`` for spherical joints, ``H exp(δ̂)`` for free joints (the right perturbation of
-    :func:`jaxse3.rigid.integrate`, the convention of the analytical derivatives)."""
+    :func:`jaxse3.rigid.integrate`, the convention of the analytical derivatives); exponential coordinates add."""
     args = check_state("integrate", linkage, q=q, qd=dv)
     q, dv = args["q"], args["qd"]
     parts = []
     for i, link in enumerate(linkage.links):
         qi, di = q[linkage.q_slice(i)], dv[linkage.v_slice(i)]
-        parts.append(rigid.joints.integrate(link.joint, qi, di) if link.joint in ("spherical", "free") else qi + di)
+        parts.append(rigid.joints.integrate(link.joint, qi, di) if link.quaternion else qi + di)
     return jnp.concatenate(parts)

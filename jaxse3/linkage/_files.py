@@ -10,15 +10,18 @@ A file lists its links parents first; lengths in m, masses in kg, angles in rad:
 
     [[link]]
     name = "shoulder"
-    joint = "revolute"                 # fixed, revolute, prismatic, helical, spherical, free, soft
-    axis = [0.0, 1.0, 0.0]             # 1-DoF joints: the rotation (revolute, helical) or translation axis, unit
+    joint = "revolute"                 # fixed, revolute, prismatic, helical, spherical, free, cylindrical, planar,
+                                       #   soft
+    axis = [0.0, 1.0, 0.0]             # the rotation (revolute, helical, cylindrical) or translation axis, or a
+                                       #   planar joint's normal; unit
     pitch = 0.0                        # helical only: translation per radian
     position = [0.0, 0.0, 0.0]         # placement: the joint frame in the parent's end frame (the world for roots)
     rotation = [0.0, 0.0, 0.0]         #   (rotation vector)
     mass = 0.3                         # rigid links: mass > 0, centre of mass, inertia about it (principal moments
     com = [0.05, 0.0, 0.0]             #   [Ixx, Iyy, Izz] or a 3×3 matrix)
     inertia = [1e-4, 3e-4, 3e-4]
-    # optional: parent = "name", actuated = true, volume = 0.0, drag = [6 values], added_mass = [6 values]
+    # optional: parent = "name", actuated = true, volume = 0.0, drag = [6 values], added_mass = [6 values],
+    #   coordinates = "exponential" (spherical and free joints: exp(Φq̂), nq = nv, as a simulation needs)
 
     [[link]]
     name = "arm"
@@ -51,7 +54,7 @@ import numpy as np
 import tomllib
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._model import JOINTS, Fluid, Link, Linkage
+from jaxse3.linkage._model import COORDINATES, JOINTS, Fluid, Link, Linkage
 from jaxse3.rod import Rod
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
@@ -60,7 +63,7 @@ __all__ = ["read_toml", "from_toml", "STRAINS"]
 
 #: the strain components of a rod, in order (angular first)
 STRAINS = ("wx", "wy", "wz", "vx", "vy", "vz")
-_RIGID_FIELDS = {"mass", "com", "inertia", "volume", "drag", "added_mass", "actuated"}
+_RIGID_FIELDS = {"mass", "com", "inertia", "volume", "drag", "added_mass", "actuated", "coordinates"}
 _COMMON_FIELDS = {"name", "parent", "joint", "position", "rotation", "axis", "pitch"}
 _ROD_FIELDS = {"length", "radius", "young", "density", "poisson", "damping", "strains", "order", "gauss"}
 _FLUID_FIELDS = {"density", "drag_normal", "drag_tangential", "added_mass", "speed_scale"}
@@ -132,10 +135,12 @@ def _placement(f: _Fields) -> np.ndarray:
 
 
 def _axis(f: _Fields, joint: str) -> np.ndarray | None:
-    if joint not in ("revolute", "prismatic", "helical"):
+    if joint not in ("revolute", "prismatic", "helical", "cylindrical", "planar"):
         for key in ("axis", "pitch"):
             if key in f.table:
-                raise ValueError(f"{f.where}: {key!r} is only for revolute, prismatic and helical joints")
+                raise ValueError(
+                    f"{f.where}: {key!r} is only for revolute, prismatic, helical, cylindrical and planar joints"
+                )
         return None
     a = f.vector("axis", 3)
     n = float(np.linalg.norm(a))
@@ -144,7 +149,7 @@ def _axis(f: _Fields, joint: str) -> np.ndarray | None:
     if "pitch" in f.table and joint != "helical":
         raise ValueError(f"{f.where}: 'pitch' is only for helical joints")
     zero = np.zeros(3)
-    if joint == "revolute":
+    if joint in ("revolute", "cylindrical", "planar"):
         return np.concatenate([a, zero])
     if joint == "prismatic":
         return np.concatenate([zero, a])
@@ -176,7 +181,15 @@ def _rigid_link(f: _Fields, name: str, parent: str | None, joint: str) -> Link:
         f.number("volume", 0.0, nonneg=True),
         f.vector("drag", 6, np.zeros(6)),
         np.diag(added),
+        _coordinates(f),
     )
+
+
+def _coordinates(f: _Fields) -> str:
+    value = f.table.get("coordinates", "quaternion")
+    if value not in COORDINATES:
+        raise ValueError(f"{f.where}: 'coordinates' must be one of {list(COORDINATES)}, got {value!r}")
+    return value
 
 
 def _rod(table: Any, where: str) -> Rod:

@@ -2,10 +2,10 @@
 
 A :class:`Link` is a joint and the body it moves:
 
-* a **rigid** link: a joint of :mod:`jaxse3.rigid.joints` (revolute, prismatic, helical, spherical, free) or
-  ``"fixed"``, and a rigid body, its spatial inertia (6, 6) about the link frame (the joint's child frame), angular
-  first, ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]`` (:func:`jaxse3.rigid.spatial_inertia`); one computational point,
-  the link frame (rule 2: the body's inertial and gravity wrench act there);
+* a **rigid** link: a joint of :mod:`jaxse3.rigid.joints` (revolute, prismatic, helical, spherical, free), a
+  cylindrical or planar joint, or ``"fixed"``, and a rigid body, its spatial inertia (6, 6) about the link frame (the
+  joint's child frame), angular first, ``[[I_c + m c̃c̃ᵀ, m c̃], [m c̃ᵀ, m 1]]`` (:func:`jaxse3.rigid.spatial_inertia`);
+  one computational point, the link frame (rule 2: the body's inertial and gravity wrench act there);
 * a **soft** link (joint ``"soft"``): a GVS rod (:class:`jaxse3.rod.Rod`) whose base is the joint frame and whose
   generalised coordinates are its strain coordinates; its computational points are the rod's (rule 1: the joint's X=1
   frame is the rod's base, X=0).
@@ -18,8 +18,16 @@ Links are numbered topologically (a parent before its children) and any number o
 
 Coordinates follow :mod:`jaxse3.rigid`: q and q̇ are the links' slices in link order; spherical joints store a unit
 quaternion (w, x, y, z), free joints the position then the quaternion, their velocities are body twists of the child
-frame; a soft link's slice is its rod's q. Inputs u are the actuated rigid joints' efforts (one per degree of freedom;
-by default every revolute, prismatic and helical joint is actuated) and the rods' tendon tensions, in link order.
+frame; a soft link's slice is its rod's q. With ``coordinates="exponential"`` a spherical or free joint is instead
+seed 003's joint (digest §1.1: "a rigid joint is a fictitious Cosserat rod on X ∈ [0, 1]"): the joint transform is
+exp(Φq̂) with a constant basis Φ (:func:`joint_basis`), its motion subspace S(q) = T(Φq)Φ (C15, T = dexp), and
+q̇ = dq/dt, so nq = nv and every driver of :mod:`jaxse3.sim` integrates it as a vector (a floating base in a
+simulation). The chart is singular where the rotation angle reaches 2π (T is not invertible there); a base that
+turns that far needs quaternion coordinates. Cylindrical (Φ = [(a, 0), (0, a)]) and planar (Φ = [(n, 0), (0, t₁),
+(0, t₂)], n the normal) joints always use exponential coordinates.
+
+Inputs u are the actuated rigid joints' efforts (one per degree of freedom; by default every revolute, prismatic and
+helical joint is actuated) and the rods' tendon tensions, in link order.
 """
 
 from __future__ import annotations
@@ -37,11 +45,16 @@ from jaxtyping import Array, ArrayLike, Float
 from jaxse3 import rigid
 from jaxse3.rod import Rod
 
-__all__ = ["Link", "Linkage", "Fluid", "PointInertias", "point_inertias", "JOINTS"]
+__all__ = ["Link", "Linkage", "Fluid", "PointInertias", "point_inertias", "joint_basis", "JOINTS", "COORDINATES"]
 
-#: the joint types of a link: fixed, the rigid joints of :mod:`jaxse3.rigid.joints`, and soft (a rod's strains)
-JOINTS = ("fixed", *rigid.joints.JOINT_TYPES, "soft")
+#: the joint types of a link: fixed, the rigid joints of :mod:`jaxse3.rigid.joints`, cylindrical and planar joints
+#: (exponential coordinates), and soft (a rod's strains)
+JOINTS = ("fixed", *rigid.joints.JOINT_TYPES, "cylindrical", "planar", "soft")
+#: how spherical and free joints store their configuration: a unit quaternion (:mod:`jaxse3.rigid.joints`, nq ≠ nv)
+#: or exponential coordinates (seed 003's joints, nq = nv)
+COORDINATES = ("quaternion", "exponential")
 _ONE_DOF = ("revolute", "prismatic", "helical")
+_EXPONENTIAL_NV = {"spherical": 3, "free": 6, "cylindrical": 2, "planar": 3}
 
 
 def _concrete(x) -> np.ndarray | None:
@@ -103,9 +116,12 @@ class Link(eqx.Module):
         parent: the name of the link whose end frame this link hangs from, or None for the world.
         joint: one of :data:`JOINTS`.
         actuated: whether the joint's degrees of freedom take inputs (rigid joints only).
+        coordinates: ``"exponential"`` for joints configured by exp(Φq̂) (spherical and free joints on request,
+            cylindrical and planar joints always), ``"quaternion"`` otherwise (:data:`COORDINATES`).
         placement: pose (4, 4) of the joint frame in the parent's end frame (in the world for a root).
         axis: (6,) screw axis of a 1-DoF joint in the joint frame, angular first: (a, 0) revolute, (0, a) prismatic,
-            (a, h a) helical; zeros otherwise.
+            (a, h a) helical; (a, 0) the axis of a cylindrical joint, (n, 0) the normal of a planar joint; zeros
+            otherwise.
         body: the rigid body's spatial inertia (6, 6) about the link frame, or the rod of a soft link.
         volume: the rigid body's displaced volume (m³; buoyancy in a :class:`Fluid`, at its centre of mass).
         drag: (6,) the rigid body's drag coefficients 𝓓 (diagonal, link frame) in a :class:`Fluid`.
@@ -116,6 +132,7 @@ class Link(eqx.Module):
     parent: str | None = eqx.field(static=True)
     joint: str = eqx.field(static=True)
     actuated: bool = eqx.field(static=True)
+    coordinates: str = eqx.field(static=True)
     placement: Float[Array, "4 4"]
     axis: Float[Array, " 6"]
     body: Float[Array, "6 6"] | Rod
@@ -136,17 +153,25 @@ class Link(eqx.Module):
         volume: float = 0.0,
         drag: Float[ArrayLike, " 6"] | None = None,
         added_mass: Float[ArrayLike, "6 6"] | None = None,
+        coordinates: str = "quaternion",
     ) -> Link:
-        """A rigid link: ``joint`` one of ``"fixed"`` and :data:`jaxse3.rigid.joints.JOINT_TYPES`; ``inertia`` (6, 6)
-        about the link frame (:func:`jaxse3.rigid.spatial_inertia`); ``axis`` (6,) for 1-DoF joints (required);
-        ``actuated`` defaults to True for 1-DoF joints and False otherwise; ``volume`` (≥ 0), ``drag`` (6,) (≥ 0) and
-        ``added_mass`` (6, 6) (symmetric positive semi-definite) act in a :class:`Fluid` only (default none)."""
+        """A rigid link: ``joint`` one of :data:`JOINTS` but ``"soft"``; ``inertia`` (6, 6) about the link frame
+        (:func:`jaxse3.rigid.spatial_inertia`); ``axis`` (6,) for 1-DoF, cylindrical and planar joints (required);
+        ``actuated`` defaults to True for 1-DoF joints and False otherwise (cylindrical joints may be actuated too:
+        efforts along and about their axis); ``volume`` (≥ 0), ``drag`` (6,) (≥ 0) and ``added_mass`` (6, 6)
+        (symmetric positive semi-definite) act in a :class:`Fluid` only (default none); ``coordinates`` of a
+        spherical or free joint, one of :data:`COORDINATES` (module docstring)."""
         if joint not in JOINTS or joint == "soft":
             raise ValueError(f"Link {name!r}: joint must be one of {JOINTS[:-1]} for a rigid link, got {joint!r}")
-        if joint in _ONE_DOF and axis is None:
+        if coordinates not in COORDINATES:
+            raise ValueError(f"Link {name!r}: 'coordinates' must be one of {COORDINATES}, got {coordinates!r}")
+        if joint in (*_ONE_DOF, "cylindrical", "planar") and axis is None:
             raise ValueError(f"Link {name!r}: a {joint} joint needs its 'axis' (6,)")
-        if actuated and joint in ("fixed", "spherical", "free"):
+        if actuated and joint not in (*_ONE_DOF, "cylindrical"):
             raise ValueError(f"Link {name!r}: a {joint} joint cannot be actuated")
+        exponential = joint in ("cylindrical", "planar") or (
+            joint in ("spherical", "free") and coordinates == "exponential"
+        )
         inertia = jnp.asarray(inertia, dtype=float)
         if inertia.shape != (6, 6):
             raise ValueError(f"Link {name!r}: 'inertia' must have shape (6, 6), got {inertia.shape}")
@@ -161,6 +186,13 @@ class Link(eqx.Module):
         axis = jnp.zeros(6, inertia.dtype) if axis is None else jnp.asarray(axis, dtype=inertia.dtype)
         if axis.shape != (6,):
             raise ValueError(f"Link {name!r}: 'axis' must have shape (6,), got {axis.shape}")
+        a = _concrete(axis)
+        if (
+            joint in ("cylindrical", "planar")
+            and a is not None
+            and (abs(np.linalg.norm(a[:3]) - 1) > 1e-9 or a[3:].any())
+        ):
+            raise ValueError(f"Link {name!r}: the 'axis' of a {joint} joint must be (a, 0) with a unit vector a")
         actuated = joint in _ONE_DOF if actuated is None else bool(actuated)
         drag = jnp.zeros(6, inertia.dtype) if drag is None else jnp.asarray(drag, dtype=inertia.dtype)
         added = jnp.zeros((6, 6), inertia.dtype) if added_mass is None else jnp.asarray(added_mass, inertia.dtype)
@@ -173,7 +205,8 @@ class Link(eqx.Module):
             if c is not None and arg == "added_mass" and np.linalg.eigvalsh(0.5 * (c + c.T)).min() < -1e-12:
                 raise ValueError(f"Link {name!r}: 'added_mass' must be positive semi-definite")
         volume = jnp.asarray(volume, dtype=inertia.dtype)
-        return cls(name, parent, joint, actuated, _placement(name, placement), axis, inertia, volume, drag, added)
+        kind = "exponential" if exponential else "quaternion"
+        return cls(name, parent, joint, actuated, kind, _placement(name, placement), axis, inertia, volume, drag, added)
 
     @classmethod
     def soft(cls, name: str, parent: str | None, rod: Rod, placement: Float[ArrayLike, "4 4"] | None = None) -> Link:
@@ -183,17 +216,32 @@ class Link(eqx.Module):
             raise TypeError(f"Link {name!r}: 'rod' must be a jaxse3.rod.Rod, got {type(rod).__name__}")
         place = rod.base_pose if placement is None else placement
         z = jnp.zeros(6, rod.stiffness.dtype)
-        return cls(name, parent, "soft", False, _placement(name, place), z, rod, z[0], z, jnp.zeros((6, 6), z.dtype))
+        zeros = jnp.zeros((6, 6), z.dtype)
+        return cls(name, parent, "soft", False, "quaternion", _placement(name, place), z, rod, z[0], z, zeros)
+
+    @property
+    def exponential(self) -> bool:
+        """Whether the joint is configured by exp(Φq̂) with several coordinates (module docstring)."""
+        return self.coordinates == "exponential"
+
+    @property
+    def quaternion(self) -> bool:
+        """Whether the joint stores a quaternion (a spherical or free joint in :mod:`jaxse3.rigid`'s coordinates)."""
+        return self.joint in ("spherical", "free") and not self.exponential
 
     @property
     def nq(self) -> int:
         """Size of the link's slice of q."""
-        return self.body.n_dof if self.joint == "soft" else rigid.joints.NQ.get(self.joint, 0)
+        if self.joint == "soft":
+            return self.body.n_dof
+        return self.nv if self.exponential else rigid.joints.NQ.get(self.joint, 0)
 
     @property
     def nv(self) -> int:
         """Size of the link's slice of q̇ (and of τ)."""
-        return self.body.n_dof if self.joint == "soft" else rigid.joints.NV.get(self.joint, 0)
+        if self.joint == "soft":
+            return self.body.n_dof
+        return _EXPONENTIAL_NV[self.joint] if self.exponential else rigid.joints.NV.get(self.joint, 0)
 
     @property
     def n_inputs(self) -> int:
@@ -206,6 +254,27 @@ class Link(eqx.Module):
     def n_points(self) -> int:
         """Number of the link's computational points: the rod's, or one (the link frame)."""
         return self.body.n_points if self.joint == "soft" else 1
+
+
+def joint_basis(link: Link) -> Float[Array, "6 k"]:
+    """Φ (6, nv) of a joint in exponential coordinates (module docstring): [I₃; 0] spherical, I₆ free, [(a, 0), (0, a)]
+    cylindrical, [(n, 0), (0, t₁), (0, t₂)] planar with (t₁, t₂, n) a right-handed orthonormal frame."""
+    eye = jnp.eye(6, dtype=link.axis.dtype)
+    a = link.axis[:3]
+    z3 = jnp.zeros(3, a.dtype)
+    if link.joint == "spherical":
+        return eye[:, :3]
+    if link.joint == "free":
+        return eye
+    if link.joint == "cylindrical":
+        return jnp.stack([jnp.concatenate([a, z3]), jnp.concatenate([z3, a])], axis=1)
+    if link.joint == "planar":
+        e = jnp.where(jnp.abs(a[0]) < 0.9, eye[0, :3], eye[1, :3])  # the unit vector least aligned with n
+        t1 = e - (e @ a) * a
+        t1 = t1 / jnp.linalg.norm(t1)
+        t2 = jnp.cross(a, t1)
+        return jnp.stack([jnp.concatenate([a, z3]), jnp.concatenate([z3, t1]), jnp.concatenate([z3, t2])], axis=1)
+    raise ValueError(f"joint_basis: link {link.name!r} has a {link.joint} joint, not one in exponential coordinates")
 
 
 def _placement(name: str, placement) -> Float[Array, "4 4"]:

@@ -30,6 +30,31 @@ links' dimensions and masses nor the joint angles (a figure only); our choices:
   5 Gauss points; it hangs from the seventh link's far end along the world −z axis, so q = 0 is an equilibrium;
 * prescribed joint angles q_i(t) = A_i (1 − cos(2π t/P_i))/2 (from rest), A = (π/6, −π/8, π/8, −π/6, π/8, −π/8,
   π/6) rad, P_i = 4 + 0.5 (i − 1) s.
+
+**Underwater flagellated robot** (seed 003 §6.3, digest §5.6; :func:`flagellated_robot`): a free-floating body, two
+shafts on revolute joints, three rigid hooks on each shaft and a soft flagellum on each hook — 6 (the body, in
+exponential coordinates) + 2 + 6 × 12 = 80 DoF, driven by +0.25 N·m on the front shaft and −0.25 N·m on the rear one
+(opposite torques: the reactions on the body cancel). The paper gives the flagella's lengths and a base radius, no other
+dimension and no hydrodynamic coefficient; our choices:
+
+* the body: a circular cylinder along its local x (the swimming axis), 0.3 m long, radius 5 cm; the shafts: cylinders
+  of radius 2 cm, 5 cm long, on the body's axis at its ends (x = ±0.15 m), both turning about the body's +x; the
+  hooks: 5 g each, 3 cm off the shaft's axis at 0°, 120°, 240° at the shaft's outer end;
+* the flagella: Kirchhoff rods (torsion and bending, no stretch or shear) with cubic strain (Legendre order 3 → 12
+  DoF), 6 Gauss points; front 0.35 m pointing forward, rear 0.5 m pointing backward, each tilted 30° outwards from
+  the axis; circular section tapering linearly from 1.25 cm at the base to 1.25 mm at the tip (the paper: "base
+  radius of 12.5 cm", implausible for a 35 cm flagellum — read as 12.5 mm; "to a point" — a tenth of the base, since
+  a section of zero radius has no stiffness); the CDM's material (E = 1 MPa, ν = 0.5, ρ = 1000 kg/m³,
+  υ = 10⁴ Pa·s);
+* water (ρ_w = 1000 kg/m³) and every body neutrally buoyant (each rigid body's volume = m/ρ_w; the rods' density is
+  the water's): gravity and buoyancy cancel, as in the paper;
+* the flagella's drag and added mass: :class:`jaxse3.linkage.Fluid`'s circular-cylinder values (Morison drag
+  C_D = 1.2 across, skin friction C_f = 0.01 along, added mass C_a = 1 across: potential flow about a cylinder);
+* the rigid bodies' drag and added mass, from their shapes (link frames at the centres): translation 𝓓 =
+  ½ρ_w diag(C_ax A_end, C_D d L, C_D d L) with C_ax = 0.82 (a cylinder of length/diameter ≈ 3 end-on, Hoerner 1965)
+  and C_D = 1.2, added mass diag(0.1 ρ_w V, ρ_w V, ρ_w V) along/across (slender-body values; 0.1 end-on for
+  length/diameter ≈ 3), and added rotational inertia ρ_w π r² L³/12 about the transverse axes; no rotational drag (the
+  quadratic drag of eq. (62) scales with the point's linear speed); the hooks are small enough to carry none.
 """
 
 from __future__ import annotations
@@ -57,6 +82,9 @@ __all__ = [
     "serial_robot_linkage",
     "SERIAL_JOINTS",
     "RaisedCosine",
+    "flagellated_robot",
+    "flagellated_robot_linkage",
+    "FLAGELLATED_TORQUES",
     "from_toml",
     "RUN_SETTINGS",
 ]
@@ -138,6 +166,69 @@ def serial_robot() -> tuple[System, Callable]:
     return system, prescribed_inputs(
         system, RaisedCosine(jnp.asarray(_SERIAL_AMPLITUDES), jnp.asarray(_SERIAL_PERIODS))
     )
+
+
+#: the shaft torques of the flagellated robot [N·m]: front, rear (seed 003 §6.3)
+FLAGELLATED_TORQUES = (0.25, -0.25)
+
+
+def _cylinder_in_water(length: float, radius: float, rho_w: float) -> dict:
+    """A neutrally buoyant rigid cylinder along its local x, about its centre: spatial inertia, volume, drag and added
+    mass (module docstring)."""
+    volume = np.pi * radius**2 * length
+    mass = rho_w * volume
+    across = mass * (3 * radius**2 + length**2) / 12
+    inertia = rigid.spatial_inertia(mass, (0.0, 0.0, 0.0), np.diag([mass * radius**2 / 2, across, across]))
+    side = 0.5 * rho_w * 1.2 * 2 * radius * length
+    drag = (0.0, 0.0, 0.0, 0.5 * rho_w * 0.82 * np.pi * radius**2, side, side)
+    turning = rho_w * np.pi * radius**2 * length**3 / 12
+    added = np.diag([0.0, turning, turning, 0.1 * mass, mass, mass])
+    return dict(inertia=inertia, volume=volume, drag=drag, added_mass=added)
+
+
+def flagellated_robot_linkage(n_gauss: int = 6) -> linkages.Linkage:
+    """The underwater flagellated robot of seed 003 §6.3 (module docstring): 80 DoF, in water, neutrally buoyant."""
+    rho_w = 1000.0
+    material = Material(E=1e6, rho=rho_w, nu=0.5, damping=1e4)
+    basis = LegendreBasis((3, 3, 3, None, None, None))
+    hook_mass = 0.005
+    hook = dict(inertia=rigid.spatial_inertia(hook_mass, (0.0, 0.0, 0.0), 1e-7 * np.eye(3)), volume=hook_mass / rho_w)
+    x = jnp.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    links = [
+        linkages.Link.rigid("body", None, "free", coordinates="exponential", **_cylinder_in_water(0.3, 0.05, rho_w))
+    ]
+    tilt = np.deg2rad(30.0)
+    for shaft, side, length in (("front", 1.0, 0.35), ("rear", -1.0, 0.5)):
+        place = se3.from_rotation_translation(jnp.eye(3), jnp.array([side * 0.15, 0.0, 0.0]))
+        links.append(
+            linkages.Link.rigid(
+                shaft, "body", "revolute", placement=place, axis=x, **_cylinder_in_water(0.05, 0.02, rho_w)
+            )
+        )
+        rod = rods.Rod(
+            length=length,
+            section=CircularSection(0.0125, 0.00125),
+            material=material,
+            basis=basis,
+            n_gauss=n_gauss,
+        )
+        for k in range(3):
+            phi = 2 * np.pi * k / 3
+            radial = np.array([0.0, np.cos(phi), np.sin(phi)])
+            along = np.array([side * np.cos(tilt), 0.0, 0.0]) + np.sin(tilt) * radial  # the flagellum's local x
+            third = np.cross(along, radial) / np.cos(tilt)
+            R = np.stack([along, np.cross(third, along), third], axis=1)
+            at = se3.from_rotation_translation(jnp.asarray(R), jnp.asarray([side * 0.025, *(0.03 * radial[1:])]))
+            name = f"{shaft}_hook{k + 1}"
+            links.append(linkages.Link.rigid(name, shaft, "fixed", placement=at, **hook))
+            links.append(linkages.Link.soft(f"{shaft}_flagellum{k + 1}", name, rod, jnp.eye(4)))
+    return linkages.Linkage(links, fluid=linkages.Fluid(density=rho_w))
+
+
+def flagellated_robot(n_gauss: int = 6) -> tuple[System, Float[Array, " 2"]]:
+    """The underwater flagellated robot (module docstring) as a :func:`linkage_system` and its constant inputs, the
+    shaft torques :data:`FLAGELLATED_TORQUES`. Start it at rest at q = 0 (straight flagella)."""
+    return linkage_system(flagellated_robot_linkage(n_gauss)), jnp.asarray(FLAGELLATED_TORQUES)
 
 
 class RaisedCosine(eqx.Module):

@@ -280,8 +280,9 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
     solution with :func:`jaxse3.linkage.controlled_efforts`.
 
     Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
-    :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints (unit
-    quaternions) are rejected.
+    :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints in unit
+    quaternions are rejected; in exponential coordinates (``Link.rigid(..., coordinates="exponential")``, seed 003's
+    joints) they simulate, a floating base included.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -290,7 +291,7 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
         raise ValueError(
             f"linkage_system: every joint must have as many coordinates as velocities (nq == nv), got nq = "
             f"{linkage.nq}, nv = {linkage.nv} (joint types {multi} store quaternions, which the drivers would "
-            f"integrate as vectors)"
+            f"integrate as vectors; build them with coordinates='exponential' to simulate them)"
         )
     if prescribed:
         control = linkages.JointControl(linkage, prescribed)

@@ -334,3 +334,99 @@ def test_attach_hangs_a_rod_on_a_named_frame():
     assert attached.names == (*model.names, "tail") and attached.parents == (-1, 0, 1, 2)
     assert attached.points_of("tail") == slice(3, 3 + rod_link.n_points)
     jax.tree.map(np.testing.assert_array_equal, attached, written)
+
+
+def _exponential():
+    """A floating base in exponential coordinates carrying a spherical (exponential), a cylindrical and a planar joint
+    and a revolute joint past the planar one: every joint of seed 003's exp(Φq̂) family, nq = nv (rods on moving
+    joints are :data:`HYBRID`'s)."""
+    body = lambda m, c: rigid.spatial_inertia(m, c, np.diag([2e-3, 3e-3, 1.5e-3]) * m)
+    links = [
+        lk.Link.rigid("base", None, "free", body(2.0, (0.02, -0.01, 0.03)), coordinates="exponential"),
+        lk.Link.rigid(
+            "ball", "base", "spherical", body(0.5, (0.05, 0, 0)), _pose(p=(0.1, 0, 0)), coordinates="exponential"
+        ),
+        lk.Link.rigid(
+            "sleeve",
+            "ball",
+            "cylindrical",
+            body(0.3, (0, 0.02, 0.04)),
+            _pose(p=(0.1, 0, 0)),
+            (0, 0, 1, 0, 0, 0),
+            actuated=True,
+        ),
+        lk.Link.rigid(
+            "slider", "base", "planar", body(0.4, (0.01, 0.03, 0)), _pose(_rot((1, 0, 0), 0.3)), (0.6, 0, 0.8, 0, 0, 0)
+        ),
+        lk.Link.rigid(
+            "tail", "slider", "revolute", body(0.2, (0.05, 0, 0)), _pose(p=(0.05, 0, 0)), (0, 0.6, 0.8, 0, 0, 0)
+        ),
+    ]
+    return lk.Linkage(links, gravity=(0.3, -0.2, -9.81))
+
+
+EXPONENTIAL = _exponential()
+
+
+def test_exponential_joints_follow_lagranges_equations_and_have_exact_derivatives():
+    """Joints in exponential coordinates (free and spherical on request, cylindrical and planar always): sizes; the
+    point twists equal (g⁻¹ġ)^∨ of the forward kinematics by central differences; ID equals Lagrange's equations; the
+    tree's ∂ID/∂q, ∂ID/∂q̇ and M equal central differences of ID — at q = 0 (exactly zero rotation) and at a random
+    state; jax.jacfwd of the public ID runs its rule (nq = nv: no quaternion)."""
+    linkage = EXPONENTIAL
+    assert (linkage.nq, linkage.nv, linkage.n_inputs) == (6 + 3 + 2 + 3 + 1,) * 2 + (3,)
+    analytic = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(linkage, q, v, a))
+    lagrange = jax.jit(lambda q, v, a: _lagrangian_id(linkage, q, v, a))
+    kinematics = jax.jit(lambda q, v: (lk.forward_kinematics(linkage, q), lk.point_states(linkage, q, v).eta))
+    eps = 1e-6
+    for seed in (None, 9):
+        q, v, a = (jnp.zeros(linkage.nq),) * 3 if seed is None else _random_state(linkage, seed)
+        if seed is None:
+            v, a = _random_state(linkage, 10)[1:]
+        (g, eta), (g1, _), (g2, _) = (kinematics(x, v) for x in (q, q + eps * v, q - eps * v))
+        fd_twist = jax.vmap(lambda g, d: se3.vee(se3.inv(g) @ d))(g, (g1 - g2) / (2 * eps))
+        np.testing.assert_allclose(eta, fd_twist, rtol=1e-7, atol=1e-8)
+        r = analytic(q, v, a)
+        want = lagrange(q, v, a)
+        np.testing.assert_allclose(r.tau, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+        tau = lambda q, v, a: analytic(q, v, a).tau
+        E = np.eye(linkage.nv) * eps
+        for got, fd in (
+            (r.dq, [tau(q + e, v, a) - tau(q - e, v, a) for e in E]),
+            (r.dqd, [tau(q, v + e, a) - tau(q, v - e, a) for e in E]),
+            (r.M, [tau(q, v, a + e) - tau(q, v, a - e) for e in E]),
+        ):
+            fd = np.stack(fd, axis=1) / (2 * eps)
+            np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    before = RULE_CALLS["linkage.inverse_dynamics"]
+    dq = jax.jit(jax.jacfwd(lambda q: lk.inverse_dynamics(linkage, q, v, a)))(q)
+    assert RULE_CALLS["linkage.inverse_dynamics"] > before
+    np.testing.assert_allclose(dq, r.dq, rtol=1e-12, atol=1e-13 * np.abs(r.dq).max())
+
+
+def test_exponential_coordinates_place_the_bodies_as_quaternions_do():
+    """The same floating tree in quaternion coordinates at the configuration exp(Φq̂) (free: position and
+    quaternion of exp(q̂), spherical: quaternion of exp(ω̃)) puts every point at the same pose."""
+    links = [dataclasses.replace(link, coordinates="quaternion") for link in EXPONENTIAL.links[:2]]
+    quaternion = lk.Linkage(links, gravity=EXPONENTIAL.gravity)
+    exponential = lk.Linkage(EXPONENTIAL.links[:2], gravity=EXPONENTIAL.gravity)
+    q = jax.random.normal(jax.random.PRNGKey(11), (9,))
+    base = se3.exp(q[:6])
+    q_quat = jnp.concatenate([base[:3, 3], rigid.joints.quat_exp(q[:3]), rigid.joints.quat_exp(q[6:])])
+    np.testing.assert_allclose(
+        lk.forward_kinematics(quaternion, q_quat), lk.forward_kinematics(exponential, q), rtol=1e-13, atol=1e-14
+    )
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: lk.Link.rigid("a", None, "free", np.eye(6), coordinates="euler"), "'coordinates' must be one of"),
+        (lambda: lk.Link.rigid("a", None, "planar", np.eye(6)), "planar joint needs its 'axis'"),
+        (lambda: lk.Link.rigid("a", None, "cylindrical", np.eye(6), axis=(0, 0, 2, 0, 0, 0)), "unit vector"),
+        (lambda: lk.Link.rigid("a", None, "planar", np.eye(6), axis=(0, 0, 1, 0, 0, 0), actuated=True), "actuated"),
+    ],
+)
+def test_bad_exponential_joints_are_named(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
