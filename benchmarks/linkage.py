@@ -1,4 +1,5 @@
-"""Seed 003 §5.1's hybrid serial robot (Table 3, Fig. 8, 9) and rigid-only linkages against jaxse3.rigid, side by side.
+"""Seed 003's hybrid serial robot (§5.1) and flagellated robot (§6.3) (Table 3), and rigid-only linkages against
+jaxse3.rigid, side by side.
 
 Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed revolute joints, a soft Kirchhoff link,
 27 DoF):
@@ -10,12 +11,16 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    mismatch, compile (first call).
 3. Statics: ``--n-statics`` (1000) random joint-angle sets in [−π/4, π/4], batched; unknowns the soft coordinates
    (paper: 6.3 ms per solve analytic, 49.9 ms finite differences).
-4. A rigid-only linkage against jaxse3.rigid on the same robots (``--robots``, default HyQ (floating base) and UR5
+4. Seed 003 §6.3's underwater flagellated robot (``jaxse3.sim.scenarios.flagellated_robot``: a floating body in
+   exponential coordinates, two shafts at ±0.25 N·m, six tapered Kirchhoff flagella, in water; 80 DoF): the Jacobians
+   of its forward dynamics as in 1. at a random state (paper: f.d. 216.4 ms vs analytic 11.9 ms), and 10 s dynamics as
+   in 2. (paper: ode15s + analytic 1.17 s; Newmark h = 10 ms 60.91 s), with the body's displacement and rotation.
+5. A rigid-only linkage against jaxse3.rigid on the same robots (``--robots``, default HyQ (floating base) and UR5
    from example-robot-data if installed, else a random floating tree): inverse dynamics and its first-order
    derivatives (tangent space for the floating base), batched per state.
 
     python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
-        [--skip jacobians simulations statics rigid]
+        [--skip serial flagellated jacobians simulations statics rigid]
 """
 
 from __future__ import annotations
@@ -50,25 +55,43 @@ def plain_fd(control, q_u, qd_u, inputs):
     return jnp.linalg.solve(lk.mass_matrix(linkage, q)[idx][:, idx], rhs[idx])
 
 
-def jacobian_table(system, inputs, t_state=3.0):
+def serial_jacobians(system, inputs, t_state=3.0):
+    """The serial robot's joint-controlled FD at its state at ``t_state`` of the 10 s run."""
     tr = simulate(system, inputs, t_final=t_state, n_save=2)
     control, u = system.params, tr.u[-1]
     idx = np.asarray(control.unknown)
-    q, qd = tr.q[-1][idx], tr.qd[-1][idx]
     fd = lambda q, qd: lk.controlled_forward_dynamics(control, q, qd, u)
-    n = q.shape[0]
+    plain = lambda q, qd: plain_fd(control, q, qd, u)
+    jacobian_table(f"serial robot, joint-controlled FD at t = {t_state} s", fd, plain, tr.q[-1][idx], tr.qd[-1][idx])
 
+
+def flagellated_jacobians(seed=3):
+    """The flagellated robot's FD at a random state (q ~ 0.2 N(0, 1), q̇ ~ 0.5 N(0, 1)), the shaft torques applied."""
+    linkage = scenarios.flagellated_robot_linkage()
+    u = jnp.asarray(scenarios.FLAGELLATED_TORQUES)
+    k = jax.random.split(jax.random.PRNGKey(seed), 2)
+    q, qd = 0.2 * jax.random.normal(k[0], (linkage.nv,)), 0.5 * jax.random.normal(k[1], (linkage.nv,))
+
+    def plain(q, qd):
+        bias = lk.inverse_dynamics_autodiff(linkage, q, qd, jnp.zeros_like(qd))
+        return jnp.linalg.solve(lk.mass_matrix(linkage, q), lk.generalized_forces(linkage, q, qd, u) - bias)
+
+    fd = lambda q, qd: lk.forward_dynamics(linkage, q, qd, u)
+    jacobian_table("flagellated robot, FD at a random state", fd, plain, q, qd)
+
+
+def jacobian_table(title, fd, plain, q, qd):
+    """∂FD/∂(q, q̇) of ``fd`` (the rules) against forward differences (vectorised and column by column) and autodiff of
+    ``plain``."""
     cases = {
         "analytic (custom_jvp)": lambda q, qd: jax.jacfwd(fd, argnums=(0, 1))(q, qd),
         "finite differences (ε=1e-6)": lambda q, qd: jax.jacfwd(finite_difference(fd), argnums=(0, 1))(q, qd),
         "FD column by column": lambda q, qd: jacobian_by_columns(fd, q, qd),
-        "autodiff through the recursion": lambda q, qd: jax.jacfwd(
-            lambda q, qd: plain_fd(control, q, qd, u), argnums=(0, 1)
-        )(q, qd),
+        "autodiff through the recursion": lambda q, qd: jax.jacfwd(plain, argnums=(0, 1))(q, qd),
     }
     tms = time_group([(f, (q, qd)) for f in cases.values()], repeats=7)
     ref = tms[0].out
-    print(f"\n[serial robot] Jacobians of the joint-controlled FD at t = {t_state} s ({n} unknown coordinates)")
+    print(f"\n[{title}] Jacobians ({q.shape[0]} coordinates)")
     print(f"{'method':32s} {'time':>10s} {'ratio':>7s} {'rel err dq':>11s} {'rel err dqd':>12s} {'compile':>8s}")
     for (label, _), tm in zip(cases.items(), tms):
         print(
@@ -77,13 +100,15 @@ def jacobian_table(system, inputs, t_state=3.0):
         )
 
 
-def simulation_table(system, inputs, t_final):
-    print(f"\n[serial robot] {t_final} s dynamics (wall and process CPU after compilation; compile = first call)")
+def simulation_table(title, system, inputs, t_final, newmark_dt):
+    print(f"\n[{title}] {t_final} s dynamics (wall and process CPU after compilation; compile = first call)")
     print(f"{'method':40s} {'wall':>8s} {'CPU':>8s} {'steps':>7s} {'max tip mismatch':>17s} {'compile':>8s}")
     runs = {
         "Kvaerno5 + analytic Jacobian": lambda t: simulate(system, inputs, t_final=t),
         "Kvaerno5 + finite-diff. Jacobian": lambda t: simulate(system, inputs, t_final=t, jacobian="finite-difference"),
-        "Newmark-β h = 1 ms (analytic)": lambda t: simulate(system, inputs, t_final=t, solver="newmark", dt=1e-3),
+        f"Newmark-β h = {1e3 * newmark_dt:g} ms (analytic)": lambda t: simulate(
+            system, inputs, t_final=t, solver="newmark", dt=newmark_dt
+        ),
     }
     ref = None
     for label, run in runs.items():
@@ -92,6 +117,12 @@ def simulation_table(system, inputs, t_final):
         ref = tr if ref is None else ref
         mism = float(jnp.linalg.norm(tr.tip - ref.tip, axis=-1).max())
         print(f"{label:40s} {wall:7.2f}s {cpu:7.2f}s {int(tr.num_steps):7d} {mism:16.1e}m {c:7.1f}s", flush=True)
+        if title.startswith("flagellated"):
+            swim = scenarios.swimming(system.params, tr.q, tr.t)
+            print(
+                f"{'':40s} body moved {swim['distance']:.4f} m, turned {swim['body_rotation']:.1e} rad; shafts "
+                f"{swim['turns_front']:+.2f}/{swim['turns_rear']:+.2f} turns"
+            )
 
 
 def statics_table(system, n, seed=0):
@@ -144,15 +175,26 @@ def main(argv=None):
     p.add_argument("--n-statics", type=int, default=1000)
     p.add_argument("--batch", type=int, default=1000, help="states of the rigid comparison")
     p.add_argument("--robots", nargs="*", default=None, help="robots of the rigid comparison (default hyq ur5)")
-    p.add_argument("--skip", nargs="*", default=[], choices=["jacobians", "simulations", "statics", "rigid"])
+    p.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["serial", "flagellated", "jacobians", "simulations", "statics", "rigid"],
+        help="robots or tables to leave out",
+    )
     args = p.parse_args(argv)
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64")
     system, inputs = scenarios.serial_robot()
-    if "jacobians" not in args.skip:
-        jacobian_table(system, inputs)
-    if "simulations" not in args.skip:
-        simulation_table(system, inputs, args.t_final)
-    if "statics" not in args.skip:
+    if "serial" not in args.skip and "jacobians" not in args.skip:
+        serial_jacobians(system, inputs)
+    if "serial" not in args.skip and "simulations" not in args.skip:
+        simulation_table("serial robot", system, inputs, args.t_final, 1e-3)
+    if "flagellated" not in args.skip and "jacobians" not in args.skip:
+        flagellated_jacobians()
+    if "flagellated" not in args.skip and "simulations" not in args.skip:
+        flagellated, torques = scenarios.flagellated_robot()
+        simulation_table("flagellated robot", flagellated, torques, args.t_final, 1e-2)
+    if "serial" not in args.skip and "statics" not in args.skip:
         statics_table(system, args.n_statics)
     if "rigid" not in args.skip:
         robots = args.robots

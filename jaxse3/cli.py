@@ -39,6 +39,7 @@ EXAMPLES = {
     "cdm": "seed 003 cable-driven soft manipulator, 10 s dynamics (the main job)",
     "cdm-contact": "the CDM inside a hollow cylinder with Hertz-type contact (seed 003 §6.2)",
     "serial-robot": "hybrid serial robot: 7 prescribed revolute joints and a soft link, 27 DoF (seed 003 §5.1)",
+    "flagellated": "underwater flagellated robot: a floating body, 2 driven shafts, 6 soft flagella, 80 DoF (§6.3)",
     "lie-demo": "accuracy and speed of the SE(3) core's closed forms (exp, log, dexp, derivatives)",
 }
 #: the problems of ``jaxse3 optimize``

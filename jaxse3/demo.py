@@ -159,6 +159,15 @@ def _scenario(name: str):
             f"({rod.n_dof} soft), {linkage.n_points} points"
         )
         return system, inputs, what, {}, None
+    if name == "flagellated":
+        system, inputs = scenarios.flagellated_robot()
+        linkage = system.params
+        what = (
+            f"the seed 003 underwater flagellated robot: a free-floating body, two shafts at "
+            f"{scenarios.FLAGELLATED_TORQUES[0]:+g}/{scenarios.FLAGELLATED_TORQUES[1]:+g} N·m, six soft flagella; "
+            f"{linkage.nv} DoF, {linkage.n_points} points, in water"
+        )
+        return system, inputs, what, {}, None
     if name == "cdm-contact":
         system, inputs = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0)
         what = "the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"
@@ -210,6 +219,15 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
         f"tip (world, m): start {np.array2string(tip[0], precision=4)}, end {np.array2string(tip[-1], precision=4)}, "
         f"max horizontal excursion {np.max(np.linalg.norm(tip[:, :2], axis=1)):.4f}"
     )
+    if name == "flagellated":
+        from jaxse3.sim import scenarios
+
+        swim = scenarios.swimming(system.params, traj.q, traj.t)
+        print(
+            f"swimming: the body moved {swim['distance']:.3f} m along {np.round(swim['direction'], 3)} "
+            f"({swim['speed']:.3f} m/s at the end) and turned at most {swim['body_rotation']:.2e} rad while the "
+            f"shafts turned {swim['turns_front']:+.2f} and {swim['turns_rear']:+.2f} turns"
+        )
     npz, png = os.path.join(args.out, f"{name}.npz"), os.path.join(args.out, f"{name}.png")
     params = {"example": name, "t_final": args.t_final, "jaxse3": __version__, **kw, "atol": args.atol}
     traj.save(npz, metadata={"run": params})

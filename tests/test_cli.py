@@ -18,6 +18,7 @@ def test_list(capsys):
         "cdm",
         "cdm-contact",
         "serial-robot",
+        "flagellated",
         "lie-demo",
         "jaxse3 optimize cdm-reach",
         "jaxse3 optimize arm-reach",

@@ -85,6 +85,7 @@ __all__ = [
     "flagellated_robot",
     "flagellated_robot_linkage",
     "FLAGELLATED_TORQUES",
+    "swimming",
     "from_toml",
     "RUN_SETTINGS",
 ]
@@ -229,6 +230,32 @@ def flagellated_robot(n_gauss: int = 6) -> tuple[System, Float[Array, " 2"]]:
     """The underwater flagellated robot (module docstring) as a :func:`linkage_system` and its constant inputs, the
     shaft torques :data:`FLAGELLATED_TORQUES`. Start it at rest at q = 0 (straight flagella)."""
     return linkage_system(flagellated_robot_linkage(n_gauss)), jnp.asarray(FLAGELLATED_TORQUES)
+
+
+def swimming(linkage: linkages.Linkage, q: Float[ArrayLike, "n nq"], t: Float[ArrayLike, " n"]) -> dict[str, float]:
+    """What a floating linkage's run did (its first link the free body in exponential coordinates, as in
+    :func:`flagellated_robot_linkage`), from the samples ``q`` at times ``t``: ``distance`` [m] and ``direction`` (unit)
+    of the body's displacement, ``speed`` [m/s] its mean over the last quarter of the run, ``body_rotation`` [rad] the
+    largest rotation angle of the body, and for every actuated revolute joint ``turns_<name>`` its rotation in turns."""
+    q, t = np.asarray(q), np.asarray(t)
+    if not linkage.links[0].exponential or linkage.links[0].joint != "free":
+        raise ValueError("swimming: the linkage's first link must be a free joint in exponential coordinates")
+    body = np.asarray(jax.vmap(se3.exp)(jnp.asarray(q[:, :6]))[:, :3, 3])
+    moved = body[-1] - body[0]
+    distance = float(np.linalg.norm(moved))
+    late = len(t) - max(len(t) // 4, 1) - 1
+    out = {
+        "distance": distance,
+        "direction": (moved / distance).tolist() if distance > 0 else [0.0, 0.0, 0.0],
+        "speed": float(np.linalg.norm(body[-1] - body[late]) / (t[-1] - t[late])),
+        "body_rotation": float(np.linalg.norm(q[:, :3], axis=1).max()),
+    }
+    for i, link in enumerate(linkage.links):
+        if link.joint == "revolute" and link.actuated:
+            out[f"turns_{link.name}"] = float(
+                (q[-1, linkage.q_slice(i)][0] - q[0, linkage.q_slice(i)][0]) / (2 * np.pi)
+            )
+    return out
 
 
 class RaisedCosine(eqx.Module):

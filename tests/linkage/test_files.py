@@ -1,4 +1,5 @@
-"""Linkages from TOML model files: the shipped serial robot equals the scenario's, and bad files are named."""
+"""Linkages from TOML model files: the shipped serial and flagellated robots equal the scenarios', and bad files are
+named."""
 
 import os
 
@@ -25,6 +26,18 @@ def test_the_serial_robot_file_is_the_scenario():
     np.testing.assert_allclose(q0, 0.0)
 
 
+def test_the_flagellated_robot_file_is_the_scenario():
+    path = os.path.join(MODELS, "flagellated_robot.toml")
+    got, want = lk.from_toml(path), scenarios.flagellated_robot_linkage()
+    assert got.names == want.names and got.parents == want.parents and got.nv == got.nq == want.nv == 80
+    assert got.links[0].exponential
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-15), got, want)
+    _, inputs, settings, q0 = scenarios.from_toml(path)
+    np.testing.assert_allclose(inputs, scenarios.FLAGELLATED_TORQUES)
+    assert settings == {"t_final": 10.0, "solver": "kvaerno5"}
+    np.testing.assert_allclose(q0, 0.0)
+
+
 GOOD = """
 [[link]]
 name = "a"
@@ -39,6 +52,7 @@ inertia = [0.1, 0.1, 0.1]
     "text, match",
     [
         ("[[link]]\nname = 'a'\njoint = 'ball'", "link 'a': 'joint' must be one of"),
+        (GOOD.replace("revolute", "free").replace("axis = [0.0, 0.0, 1.0]", "coordinates = 'euler'"), "'coordinates'"),
         (GOOD.replace("mass = 1.0", "mass = -1.0"), "link 'a': 'mass' must be positive"),
         (GOOD.replace("mass = 1.0", "mas = 1.0"), r"link 'a': unknown field\(s\) \['mas'\]"),
         (GOOD.replace("[0.0, 0.0, 1.0]", "[0.0, 0.0, 2.0]"), "'axis' must be a unit vector"),
