@@ -38,6 +38,7 @@ from ._model import (
     Fluid as Fluid,
     Link as Link,
     Linkage as Linkage,
+    PointLoad as PointLoad,
     joint_basis as joint_basis,
 )
 from ._rules import (
@@ -53,6 +54,7 @@ __all__ = [
     "Link",
     "Linkage",
     "Fluid",
+    "PointLoad",
     "joint_basis",
     "PointStates",
     "point_states",

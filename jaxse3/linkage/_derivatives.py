@@ -48,8 +48,8 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._dynamics import check_state, exponential_joint, joint_transform, speed
-from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias
+from jaxse3.linkage._dynamics import applied_wrenches, check_state, exponential_joint, joint_transform, speed
+from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias, point_loads
 from jaxse3.rod import kinematics as rod_kinematics, magnus
 
 __all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
@@ -213,7 +213,7 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics
     return jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), k, pts), terms
 
 
-def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: Array) -> Points:
+def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: Array, loads) -> Points:
     """𝓕_k = 𝓜η̇ + ad*_η𝓜η − 𝓜g Ad⁻¹_g𝓖 (16), 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ, and
     the weight's ∂𝓕_k/∂q = −𝓜g ad_{Ad⁻¹_g𝓖} J_k (the gravity term of (20c), D11, as a point load); in a fluid the drag
     adds 𝓓‖v‖η to 𝓕_k and 𝓓* = 𝓓(ηηᵀI_v/‖v‖ + ‖v‖1) to 𝓝_k (62), (63), (66)."""
@@ -231,6 +231,12 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
         outer = k.eta[:, :, None] * lin[:, None, :] / v[:, None, None]
         N = N + m.drag[:, :, None] * (outer + v[:, None, None] * jnp.eye(6, dtype=M.dtype))
     dF = -m.gravity @ se3.ad(gloc) @ k.J
+    if (
+        loads is not None
+    ):  # applied wrenches: 𝓕_k −= 𝓕_ext,k; a world one turns with the point, ∂ = ad_{𝓕_ext} I_θ J (59)
+        applied, world = applied_wrenches(loads, k.g)
+        F = F - applied
+        dF = dF - se3.ad(world)[:, :, :3] @ k.J[:, :3]
     return Points(F, M, N, dF)
 
 
@@ -296,10 +302,10 @@ def inverse_dynamics_derivatives(
         base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
         place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
         pts, terms = _forward_link(base.moved(place), jt, vs.start)
-        m = point_inertias(linkage, i, dtype)
+        m, loads = point_inertias(linkage, i, dtype), point_loads(linkage, i, dtype)
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
-            m = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), m)
-        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav), place))
+            m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
+        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav, loads), place))
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
     for i in reversed(range(len(linkage.links))):

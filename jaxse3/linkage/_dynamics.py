@@ -13,9 +13,10 @@ frame through a link's placement P (a fixed transform, rule 3 of seed 003 §5) e
   S_α q̈ + Ṡ_α q̇): η_{α+1} = Ad⁻¹(η_α + S_α q̇), η̇_{α+1} = Ad⁻¹(η̇_α + S_α q̈ + Ṡ_α q̇ + ad_{η_α} S_α q̇) and
   J_{α+1} = Ad⁻¹(J_α + [0 S_α 0]) (D14, D15, eq. (2b)), starting from the joint frame's motion (a moving base).
 
-Each point carries its screw inertia 𝓜_k (a rigid body's spatial inertia, or the rod's weighted 𝓜_k = w_k 𝓜̄(X_k))
-and its wrench 𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k (16), with 𝓖 = (0, a_g). Inverse dynamics and the
-mass matrix are the sums over the points
+Each point carries its screw inertia 𝓜_k (a rigid body's spatial inertia, or the rod's weighted 𝓜_k = w_k 𝓜̄(X_k)) and
+its wrench 𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k − 𝓕_ext,k (16), with 𝓖 = (0, a_g) and 𝓕_ext,k the applied
+point wrenches (:class:`~jaxse3.linkage.PointLoad`, in the point's frame; eq. (53) for world ones). Inverse dynamics and
+the mass matrix are the sums over the points
 
     ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈,        M(q) = Σ_k J_kᵀ 𝓜_k J_k + diag(armature)   (14, 32, 34)
 
@@ -39,7 +40,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid, rod as rods, se3
-from jaxse3.linkage._model import Link, Linkage, joint_basis, point_inertias
+from jaxse3.linkage._model import Link, Linkage, joint_basis, point_inertias, point_loads
 from jaxse3.rod import kinematics as rod_kinematics
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "joint_transform",
     "JointTerms",
     "exponential_joint",
+    "applied_wrenches",
     "speed",
     "integrate",
 ]
@@ -229,6 +231,19 @@ def speed(linkage: Linkage, eta: Float[Array, "... 6"]) -> Float[Array, "..."]:
     return jnp.sqrt(jnp.sum(eta[..., 3:] ** 2, axis=-1) + linkage.fluid.speed_scale.astype(eta.dtype) ** 2)
 
 
+def applied_wrenches(
+    loads: tuple[Float[Array, "p 6"], Float[Array, "p 6"]], g: Float[Array, "p 4 4"]
+) -> tuple[Float[Array, "p 6"], Float[Array, "p 6"]]:
+    """The :class:`~jaxse3.linkage.PointLoad` wrenches (local, world) of some points in their local frames, and the
+    world ones' part alone: (moment, force) of the world wrench rotated by Rᵀ (eq. (53))."""
+    local, world = loads
+    Rt = jnp.swapaxes(g[:, :3, :3], -1, -2)
+    from_world = jnp.concatenate(
+        [jnp.einsum("kij,kj->ki", Rt, world[:, :3]), jnp.einsum("kij,kj->ki", Rt, world[:, 3:])], -1
+    )
+    return local + from_world, from_world
+
+
 def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 6"]:
     """𝓕_k = 𝓜_k η̇_k + ad*_{η_k} 𝓜_k η_k − 𝓜g_k Ad⁻¹_{g_k}𝓖 (16), ad*_η = −ad_ηᵀ, with 𝓜g_k the mass gravity acts
     on; in a fluid 𝓜_k includes the added mass and 𝓕_k the drag's + 𝓓_k ‖v_k‖ η_k (62) (the minus sign of (16))."""
@@ -238,6 +253,13 @@ def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 
     F = jnp.einsum("kij,kj->ki", s.M, s.etad) - jnp.einsum("kji,kj->ki", se3.ad(s.eta), momentum) - weight
     if linkage.fluid is not None:
         F = F + s.drag * speed(linkage, s.eta)[:, None] * s.eta
+    if linkage.loads:  # the applied point wrenches, on the other side of (16)
+        dtype = s.g.dtype
+        loads = []
+        for i, link in enumerate(linkage.links):
+            z = jnp.zeros((link.n_points, 6), dtype)
+            loads.append(point_loads(linkage, i, dtype) or (z, z))
+        F = F - applied_wrenches(tuple(jnp.concatenate(x) for x in zip(*loads)), s.g)[0]
     return F
 
 

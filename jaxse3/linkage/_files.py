@@ -39,6 +39,14 @@ A file lists its links parents first; lengths in m, masses in kg, angles in rad:
     order = 4                          # Legendre order of each (default 2)
     gauss = 5                          # Gauss points (default order + 1)
 
+Point wrenches (:class:`~jaxse3.linkage.PointLoad`) on a link's points, any number::
+
+    [[load]]
+    link = "arm"
+    wrench = [0.0, 0.0, 0.0, 0.0, 0.0, -1.0]  # moment then force (N·m, N)
+    frame = "world"                    # or "local" (a follower wrench); default world
+    point = -1                         # the index among the link's points; default its end
+
 Unknown fields are errors (they catch typos), as are unknown joints, parents that do not exist or come later (a
 cycle cannot be written), non-positive lengths, radii or masses, negative inertias, a basis order the Gauss points
 cannot resolve.
@@ -54,7 +62,7 @@ import numpy as np
 import tomllib
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._model import COORDINATES, JOINTS, Fluid, Link, Linkage
+from jaxse3.linkage._model import COORDINATES, JOINTS, Fluid, Link, Linkage, PointLoad
 from jaxse3.rod import Rod
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
@@ -230,9 +238,11 @@ def from_toml(source: str | os.PathLike) -> Linkage:
     """The :class:`~jaxse3.linkage.Linkage` of a TOML file (or TOML text); the format is in this module's docstring.
     Bad input raises ValueError naming the file, the link and the field."""
     data, label = read_toml(source)
-    unknown = sorted(set(data) - {"gravity", "fluid", "link", "simulation"})
+    unknown = sorted(set(data) - {"gravity", "fluid", "link", "load", "simulation"})
     if unknown:
-        raise ValueError(f"{label}: unknown top-level field(s) {unknown}; expected gravity, fluid, link, simulation")
+        raise ValueError(
+            f"{label}: unknown top-level field(s) {unknown}; expected gravity, fluid, link, load, simulation"
+        )
     top = _Fields({k: v for k, v in data.items() if k == "gravity"}, label, {"gravity"})
     gravity = top.vector("gravity", 3, (0.0, 0.0, -9.81))
     fluid = None
@@ -263,7 +273,21 @@ def from_toml(source: str | os.PathLike) -> Linkage:
         else:
             f = _Fields(table, where, _COMMON_FIELDS | _RIGID_FIELDS)
             out.append(_rigid_link(f, name, parent, joint))
+    loads = []
+    tables = data.get("load", [])
+    if not isinstance(tables, list):
+        raise ValueError(f"{label}: write each load as a [[load]] table")
+    for i, table in enumerate(tables):
+        f = _Fields(table, f"{label}: load {i + 1}", {"link", "wrench", "frame", "point"})
+        link, frame, point = table.get("link"), table.get("frame", "world"), table.get("point", -1)
+        if not isinstance(link, str):
+            raise ValueError(f"{f.where}: 'link' must be a link name, got {link!r}")
+        if frame not in ("local", "world"):
+            raise ValueError(f'{f.where}: \'frame\' must be "local" or "world", got {frame!r}')
+        if isinstance(point, bool) or not isinstance(point, int):
+            raise ValueError(f"{f.where}: 'point' must be an integer, got {point!r}")
+        loads.append(PointLoad(link, f.vector("wrench", 6), frame, point))
     try:
-        return Linkage(out, gravity, fluid=fluid)
+        return Linkage(out, gravity, fluid=fluid, loads=loads)
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None

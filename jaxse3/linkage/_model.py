@@ -45,7 +45,18 @@ from jaxtyping import Array, ArrayLike, Float
 from jaxse3 import rigid
 from jaxse3.rod import Rod
 
-__all__ = ["Link", "Linkage", "Fluid", "PointInertias", "point_inertias", "joint_basis", "JOINTS", "COORDINATES"]
+__all__ = [
+    "Link",
+    "Linkage",
+    "Fluid",
+    "PointLoad",
+    "PointInertias",
+    "point_inertias",
+    "point_loads",
+    "joint_basis",
+    "JOINTS",
+    "COORDINATES",
+]
 
 #: the joint types of a link: fixed, the rigid joints of :mod:`jaxse3.rigid.joints`, cylindrical and planar joints
 #: (exponential coordinates), and soft (a rod's strains)
@@ -106,6 +117,37 @@ class Fluid(eqx.Module):
                 want = "positive" if name == "speed_scale" else "non-negative"
                 raise ValueError(f"Fluid: {name!r} must be a finite {want} scalar, got {v!r}")
             setattr(self, name, jnp.asarray(v, dtype=float))
+
+
+class PointLoad(eqx.Module):
+    """A constant physical wrench (moment, force) [N·m, N] on a computational point of a link (seed 003 §6.1):
+    ``frame="local"``, a follower wrench in the point's frame; ``frame="world"``, world-aligned components applied at
+    the point (eq. (53)). ``point`` indexes the link's points (default −1: its end — a rigid link's frame, a rod's tip).
+
+    Args:
+        link: the name of the link.
+        wrench: (6,) moment then force.
+        frame: ``"local"`` or ``"world"``.
+        point: the index of the point among the link's (:meth:`Linkage.points_of`).
+    """
+
+    wrench: Float[Array, " 6"]
+    link: str = eqx.field(static=True)
+    frame: str = eqx.field(static=True)
+    point: int = eqx.field(static=True)
+
+    def __init__(self, link: str, wrench: Float[ArrayLike, " 6"], frame: str = "world", point: int = -1):
+        if frame not in ("local", "world"):
+            raise ValueError(f"PointLoad on {link!r}: 'frame' must be 'local' or 'world', got {frame!r}")
+        w = jnp.asarray(wrench, dtype=float)
+        c = _concrete(w)
+        if w.shape != (6,) or (c is not None and not np.isfinite(c).all()):
+            raise ValueError(
+                f"PointLoad on {link!r}: 'wrench' must be 6 finite numbers (moment, force), got {wrench!r}"
+            )
+        if isinstance(point, bool) or not isinstance(point, int | np.integer):
+            raise ValueError(f"PointLoad on {link!r}: 'point' must be an integer index, got {point!r}")
+        self.wrench, self.link, self.frame, self.point = w, link, frame, int(point)
 
 
 class Link(eqx.Module):
@@ -304,12 +346,15 @@ class Linkage(eqx.Module):
         armature: (nv,) reflected rotor inertias added to M's diagonal (:class:`jaxse3.rigid.Model`'s); zero by
             default, and zero on the rods' coordinates.
         fluid: the :class:`Fluid` the linkage moves in, or None (vacuum, the default).
+        loads: constant point wrenches (:class:`PointLoad`) on the links' points; statics' load continuation scales
+            them with gravity (:meth:`scaled`).
     """
 
     links: tuple[Link, ...]
     gravity: Float[Array, " 3"]
     armature: Float[Array, " nv"]
     fluid: Fluid | None
+    loads: tuple[PointLoad, ...]
     parents: tuple[int, ...] = eqx.field(static=True)
     nq: int = eqx.field(static=True)
     nv: int = eqx.field(static=True)
@@ -325,6 +370,7 @@ class Linkage(eqx.Module):
         gravity: Float[ArrayLike, " 3"] = (0.0, 0.0, -9.81),
         armature: Float[ArrayLike, " nv"] | None = None,
         fluid: Fluid | None = None,
+        loads: Sequence[PointLoad] = (),
     ):
         links = tuple(links)
         if fluid is not None and not isinstance(fluid, Fluid):
@@ -363,6 +409,15 @@ class Linkage(eqx.Module):
         a = _concrete(self.armature)
         if a is not None and (a < 0).any():
             raise ValueError("Linkage: 'armature' must be non-negative")
+        self.loads = tuple(loads)
+        for load in self.loads:
+            if not isinstance(load, PointLoad):
+                raise TypeError(f"Linkage: every load must be a PointLoad, got {type(load).__name__}")
+            if load.link not in names:
+                raise ValueError(f"Linkage: a PointLoad names the link {load.link!r}, which is not a link")
+            n = links[names[load.link]].n_points
+            if not -n <= load.point < n:
+                raise ValueError(f"Linkage: a PointLoad on {load.link!r} names point {load.point}; the link has {n}")
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -401,7 +456,14 @@ class Linkage(eqx.Module):
     def attach(self, link: Link) -> Linkage:
         """A copy with ``link`` added last (e.g. a rod on a named frame of a robot from URDF)."""
         armature = jnp.concatenate([self.armature, jnp.zeros(link.nv)])
-        return Linkage((*self.links, link), self.gravity, armature, self.fluid)
+        return Linkage((*self.links, link), self.gravity, armature, self.fluid, self.loads)
+
+    def scaled(self, factor: Float[ArrayLike, ""]) -> Linkage:
+        """A copy with gravity and the point loads multiplied by ``factor`` (statics' load continuation)."""
+        out = eqx.tree_at(lambda m: m.gravity, self, factor * self.gravity)
+        if not self.loads:
+            return out
+        return eqx.tree_at(lambda m: [load.wrench for load in m.loads], out, [factor * x.wrench for x in self.loads])
 
     @classmethod
     def from_rigid(cls, model: rigid.Model) -> Linkage:
@@ -433,6 +495,18 @@ class PointInertias(NamedTuple):
     inertia: Float[Array, "p 6 6"]  # 𝓜_k + 𝓜_Ak
     gravity: Float[Array, "p 6 6"]  # (1 − ρ_w V_k/m_k) 𝓜_k: the weight minus the buoyancy, at the centre of mass
     drag: Float[Array, "p 6"] | None  # diag 𝓓_k; None outside a fluid
+
+
+def point_loads(linkage: Linkage, i: int, dtype: DTypeLike) -> tuple[Float[Array, "p 6"], Float[Array, "p 6"]] | None:
+    """The :class:`PointLoad` wrenches on link i's points, (local, world) each (n_points, 6), or None without any."""
+    mine = [load for load in linkage.loads if load.link == linkage.links[i].name]
+    if not mine:
+        return None
+    n = linkage.links[i].n_points
+    out = {"local": jnp.zeros((n, 6), dtype), "world": jnp.zeros((n, 6), dtype)}
+    for load in mine:
+        out[load.frame] = out[load.frame].at[load.point].add(load.wrench.astype(dtype))
+    return out["local"], out["world"]
 
 
 def point_inertias(linkage: Linkage, i: int, dtype: DTypeLike) -> PointInertias:

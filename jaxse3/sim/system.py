@@ -227,7 +227,7 @@ def _linkage_points(linkage, q):
 
 
 def _linkage_scale_loads(linkage, lam):
-    return eqx.tree_at(lambda m: m.gravity, linkage, lam * linkage.gravity)
+    return linkage.scaled(lam)
 
 
 def _split(control):
@@ -259,7 +259,7 @@ def _controlled_points(control, q):
 
 
 def _controlled_scale_loads(control, lam):
-    return eqx.tree_at(lambda c: c.linkage.gravity, control, lam * control.linkage.gravity)
+    return eqx.tree_at(lambda c: c.linkage, control, control.linkage.scaled(lam))
 
 
 def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) -> System:

@@ -52,6 +52,8 @@ inertia = [0.1, 0.1, 0.1]
     "text, match",
     [
         ("[[link]]\nname = 'a'\njoint = 'ball'", "link 'a': 'joint' must be one of"),
+        (GOOD + "\n[[load]]\nlink = 'a'\nwrench = [1, 2, 3]", "load 1: 'wrench' must be a list of 6 numbers"),
+        (GOOD + "\n[[load]]\nlink = 'b'\nwrench = [1, 2, 3, 4, 5, 6]", "names the link 'b', which is not a link"),
         (GOOD.replace("revolute", "free").replace("axis = [0.0, 0.0, 1.0]", "coordinates = 'euler'"), "'coordinates'"),
         (GOOD.replace("mass = 1.0", "mass = -1.0"), "link 'a': 'mass' must be positive"),
         (GOOD.replace("mass = 1.0", "mas = 1.0"), r"link 'a': unknown field\(s\) \['mas'\]"),
@@ -81,6 +83,14 @@ inertia = [0.1, 0.1, 0.1]
 def test_bad_model_files_name_the_link_and_the_field(text, match):
     with pytest.raises(ValueError, match=match):
         lk.from_toml(text)
+
+
+def test_loads_in_a_model_file():
+    text = GOOD + "\n[[load]]\nlink = 'a'\nwrench = [0, 0, 1, 0, 0, -2]\nframe = 'local'\n"
+    linkage = lk.from_toml(text)
+    (load,) = linkage.loads
+    assert (load.link, load.frame, load.point) == ("a", "local", -1)
+    np.testing.assert_allclose(load.wrench, [0, 0, 1, 0, 0, -2])
 
 
 def test_bad_simulation_tables_are_named(tmp_path):
