@@ -8,7 +8,7 @@ Kirchhoff flagellum with cubic strain on each hook (0.35 m in front, 0.5 m behin
 (buoyancy, added mass, Morison drag, eqs. (62)–(66)). Kvaerno5 with the analytical Jacobian, from rest.
 
 The run prints how far the body swam and how much it turned, and draws the body's path and the shafts' turns against
-time, and the robot's flagella at a few instants.
+time, and the robot at the end of the run.
 
     python examples/flagellated_robot.py [--t-final 10] [--out jaxse3-out/flagellated]
 """
@@ -65,14 +65,13 @@ def main(argv=None):
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "swimming.png"), dpi=120)
 
-    instants = np.linspace(0, len(traj.t) - 1, 4).astype(int)
-    ax = None
-    for i in instants:
-        for k in range(1, 4):
-            for shaft in ("front", "rear"):
-                pts = np.asarray(g[i, robot.points_of(f"{shaft}_flagellum{k}"), :3, 3])
-                ax = plot_shapes(pts, ax=ax, cmap="viridis" if shaft == "front" else "plasma")
-    ax.set_title(f"flagella at t = {', '.join(f'{traj.t[i]:.1f}' for i in instants)} s")
+    names = [f"{shaft}_flagellum{k}" for shaft in ("front", "rear") for k in range(1, 4)]
+    ax = plot_shapes(np.stack([np.asarray(g[-1, robot.points_of(n), :3, 3]) for n in names]), labels=names)
+    ends = np.asarray(g[-1, [robot.points_of(n).stop - 1 for n in ("front", "rear")], :3, 3])
+    ax.plot(*ends.T, "k-", lw=4, label="body and shafts")
+    ax.plot(*body.T, "k:", label="the body's path")
+    ax.set(xlabel="x [m]", ylabel="y [m]", zlabel="z [m]", title=f"the flagella at t = {float(traj.t[-1]):g} s")
+    ax.legend(fontsize=7)
     plt.savefig(os.path.join(a.out, "flagella.png"), dpi=120)
     print(f"wrote {a.out}/trajectory.npz, swimming.png, flagella.png")
 

@@ -11,6 +11,7 @@ import pytest
 from jaxse3 import linkage as lk, sim
 from jaxse3.linkage._rules import _fd_plain
 from jaxse3.sim import scenarios
+from tests.conftest import FAST_COMPILE
 
 ROBOT = scenarios.flagellated_robot_linkage()
 
@@ -31,9 +32,10 @@ def test_flagellated_robot_forward_dynamics_jacobians():
     k = jax.random.split(jax.random.PRNGKey(3), 2)
     q, qd = 0.2 * jax.random.normal(k[0], (80,)), 0.5 * jax.random.normal(k[1], (80,))
     u = jnp.asarray(scenarios.FLAGELLATED_TORQUES)
-    fd = jax.jit(lambda q, qd: lk.forward_dynamics(ROBOT, q, qd, u))
-    Jq, Jqd, _ = jax.jit(lambda q, qd: lk.forward_dynamics_jacobians(ROBOT, q, qd, u))(q, qd)
-    plain = jax.jit(jax.jacfwd(lambda q, qd: _fd_plain(ROBOT, q, qd, u), argnums=(0, 1)))(q, qd)
+    compiled = lambda f: jax.jit(f).lower(q, qd).compile(FAST_COMPILE)  # values, not speed, are tested here
+    fd = compiled(lambda q, qd: lk.forward_dynamics(ROBOT, q, qd, u))
+    Jq, Jqd, _ = compiled(lambda q, qd: lk.forward_dynamics_jacobians(ROBOT, q, qd, u))(q, qd)
+    plain = compiled(jax.jacfwd(lambda q, qd: _fd_plain(ROBOT, q, qd, u), argnums=(0, 1)))(q, qd)
     h = 1e-3
     stencil = lambda f, x, e: (8 * (f(x + h * e) - f(x - h * e)) - (f(x + 2 * h * e) - f(x - 2 * h * e))) / (12 * h)
     E = jnp.eye(80)
