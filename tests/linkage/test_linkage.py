@@ -430,3 +430,25 @@ def test_exponential_coordinates_place_the_bodies_as_quaternions_do():
 def test_bad_exponential_joints_are_named(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_a_free_floating_linkage_conserves_its_momentum():
+    """No gravity, no water: the world spatial momentum h = Σ_k Ad_{g_k⁻¹}ᵀ 𝓜_k η_k (from the point states) is
+    constant along the forward dynamics — its rate ∂h/∂q q̇ + ∂h/∂q̇ q̈ (autodiff of h) vanishes at q̈ = FD(q, q̇, u),
+    joint efforts and the rod's elastic and damping forces being internal — and does not for another q̈."""
+    tail = lk.Link.soft("rod", "sleeve", _rod(0.2, (1, None, 1, None, None, None)), _pose(p=(0.02, 0, 0)))
+    floating = lk.Linkage((*EXPONENTIAL.links, tail), gravity=(0.0, 0.0, 0.0))
+
+    def momentum(q, v):
+        s = lk.point_states(floating, q, v)
+        return jnp.einsum("kji,kjl,kl->i", se3.Ad_inv(s.g), s.M, s.eta)
+
+    rate = jax.jit(lambda q, v, a: jax.jvp(momentum, (q, v), (v, a))[1])
+    fd = jax.jit(lambda q, v, u: lk.forward_dynamics(floating, q, v, u))
+    for seed in (None, 12):
+        q, v, a = _random_state(floating, 12 if seed is None else seed)
+        q = jnp.zeros_like(q) if seed is None else q
+        u = jnp.array([0.4, -0.3, 0.2])
+        scale = np.abs(rate(q, v, a)).max()
+        assert scale > 0.1
+        np.testing.assert_allclose(rate(q, v, fd(q, v, u)), 0.0, atol=1e-11 * scale)
