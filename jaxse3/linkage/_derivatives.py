@@ -214,9 +214,10 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics
 
 
 def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: Array, loads) -> Points:
-    """𝓕_k = 𝓜η̇ + ad*_η𝓜η − 𝓜g Ad⁻¹_g𝓖 (16), 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ, and
-    the weight's ∂𝓕_k/∂q = −𝓜g ad_{Ad⁻¹_g𝓖} J_k (the gravity term of (20c), D11, as a point load); in a fluid the drag
-    adds 𝓓‖v‖η to 𝓕_k and 𝓓* = 𝓓(ηηᵀI_v/‖v‖ + ‖v‖1) to 𝓝_k (62), (63), (66)."""
+    """𝓕_k = 𝓜η̇ + ad*_η𝓜η − 𝓜g Ad⁻¹_g𝓖 − 𝓕_ext (16) with ``loads`` the points' (local, world) applied wrenches or
+    None, 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ, and ∂𝓕_k/∂q of the weight,
+    −𝓜g ad_{Ad⁻¹_g𝓖} J_k (the gravity term of (20c), D11, as a point load), and of the world wrenches (59); in a fluid
+    the drag adds 𝓓‖v‖η to 𝓕_k and 𝓓* = 𝓓(ηηᵀI_v/‖v‖ + ‖v‖1) to 𝓝_k (62), (63), (66)."""
     M = m.inertia
     adeta = se3.ad(k.eta)
     Meta = jnp.einsum("kij,kj->ki", M, k.eta)
@@ -231,9 +232,8 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
         outer = k.eta[:, :, None] * lin[:, None, :] / v[:, None, None]
         N = N + m.drag[:, :, None] * (outer + v[:, None, None] * jnp.eye(6, dtype=M.dtype))
     dF = -m.gravity @ se3.ad(gloc) @ k.J
-    if (
-        loads is not None
-    ):  # applied wrenches: 𝓕_k −= 𝓕_ext,k; a world one turns with the point, ∂ = ad_{𝓕_ext} I_θ J (59)
+    if loads is not None:
+        # applied wrenches: 𝓕_k −= 𝓕_ext,k; a world one turns with the point, ∂𝓕_ext/∂q = ad_{𝓕_ext} I_θ J (59)
         applied, world = applied_wrenches(loads, k.g)
         F = F - applied
         dF = dF - se3.ad(world)[:, :, :3] @ k.J[:, :3]
