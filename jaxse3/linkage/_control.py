@@ -33,7 +33,7 @@ from jaxtyping import Array, Float
 
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
 from jaxse3.linkage._derivatives import covered, inverse_dynamics_derivatives
-from jaxse3.linkage._dynamics import generalized_forces, inverse_dynamics_autodiff, mass_matrix
+from jaxse3.linkage._dynamics import generalized_forces, inverse_dynamics_and_mass
 from jaxse3.linkage._model import Linkage
 from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics
 
@@ -121,8 +121,9 @@ def _check(fname: str, control: JointControl, **arrays) -> list[Array]:
 def _fd_plain(control: JointControl, q_u, qd_u, inputs):
     linkage, u_idx = control.linkage, np.asarray(control.unknown, int)
     q, qd, qdd0, u = control.full_state(q_u, qd_u, inputs)
-    rhs = generalized_forces(linkage, q, qd, u) - inverse_dynamics_autodiff(linkage, q, qd, qdd0)
-    M = mass_matrix(linkage, q)[u_idx][:, u_idx]
+    bias, M = inverse_dynamics_and_mass(linkage, q, qd, qdd0)  # one forward pass
+    rhs = generalized_forces(linkage, q, qd, u) - bias
+    M = M[u_idx][:, u_idx]
     return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(M), rhs[u_idx])
 
 

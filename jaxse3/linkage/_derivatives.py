@@ -22,7 +22,9 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   end frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
   (32), and are stacked into the global matrices (eq. (42)).
 
-A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block.
+A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block; it is formed after the backward pass
+from the joints' composite wrenches 𝓕^C_α, for every joint of every rod of one structure at once
+(:func:`~jaxse3.linkage._dynamics.per_rod`), as are the rods' joint terms before the forward pass.
 
 A joint in exponential coordinates (exp(Φq̂), :func:`~jaxse3.linkage.joint_basis`) is a rod-like joint with 𝓩 = Φ
 constant (:func:`~jaxse3.linkage._dynamics.exponential_joint`; its C29 term Φᵀ(∂T(Ω)ᵀ𝓕/∂Ω)Φ).
@@ -48,9 +50,18 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
-from jaxse3.linkage._dynamics import applied_wrenches, check_state, exponential_joint, joint_transform, speed
+from jaxse3.linkage._dynamics import (
+    applied_wrenches,
+    check_state,
+    exponential_joint,
+    joint_transform,
+    per_rod,
+    rod_joints,
+    speed,
+)
 from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias, point_loads
 from jaxse3.rod import kinematics as rod_kinematics, magnus
+from jaxse3.rod.model import Rod
 
 __all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
 
@@ -144,11 +155,12 @@ def _chart(link: Link, q) -> tuple[Array, Array]:
     return rigid.joints.motion_subspace(link.joint, link.axis).T, jnp.zeros(6, link.axis.dtype)
 
 
-def _link_joints(link: Link, q, qd, qdd) -> tuple[LinkJoints, Array | None]:
-    """The joint quantities of a link (module docstring), and for a quaternion joint its transform X(q), which the
-    forward pass applies as a fixed transform before the joint's local chart exp(S̄Ω) at Ω = 0."""
+def _link_joints(link: Link, q, qd, qdd, rod: rod_kinematics.Joints | None) -> tuple[LinkJoints, Array | None]:
+    """The joint quantities of a link (module docstring; ``rod``: a soft link's, from :func:`rod_joints`), and for a
+    quaternion joint its transform X(q), which the forward pass applies as a fixed transform before the joint's local
+    chart exp(S̄Ω) at Ω = 0."""
     if link.joint == "soft":
-        j = rod_kinematics.joints(link.body, q, qd, qdd, derivatives=True)
+        j = rod
         return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd), None
     dtype = link.axis.dtype
     eye = jnp.eye(4, dtype=dtype)
@@ -243,17 +255,13 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
 def _backward_link(
     link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array, start: int
 ) -> tuple[Sums, tuple[Array, ...]]:
-    """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇)."""
+    """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇) and the
+    composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`)."""
     lie = se3
-    if link.joint == "soft":
-        rod = link.body
-        extra = (*rod_kinematics.joint_twists(rod, q), rod.Phi_c, rod.h)
-    else:
-        extra = None
     chart = _chart(link, q) if link.exponential or link.quaternion else None
 
     def step(s: Sums, x):
-        j, k, (R, Q, Y), p, e = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
+        j, k, (R, Q, Y), p = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
         FC = j.coAd @ (p.F + s.FC)  # (22c)
         E = j.coAd @ (p.dF + s.E)  # (56)
         MC = j.coAd @ (p.M + s.MC) @ j.Ad_inv  # (22e)
@@ -265,22 +273,27 @@ def _backward_link(
         V = NC @ Sg + MC @ _embed(jnp.zeros_like(k.J), Y, start) + j.coAd @ s.V  # (28c)
         ST = j.S.T
         dq = ST @ (NC @ k.RB + MC @ k.QB + U + P + E)  # (21), (55)
-        if e is not None:  # C29: ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
-            Om, Zj, Phi_c, h = e
-            w = lie.dexpT_apply(Om, FC)
-            local = Zj.T @ lie.dexpT_jac(Om, FC) @ Zj + magnus.magnus_dZT(Phi_c, w, h, link.body.expansion_order)
-            dq = _embed(dq, local, start)
         if chart is not None:  # C29 of a joint exp(ΦΩ̂) with 𝓩 = Φ constant
             Phi, Om = chart
             dq = _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi, start)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
-        return Sums(FC, MC, NC, U, P, V, W, E), rows
+        return Sums(FC, MC, NC, U, P, V, W, E), (rows, FC)
 
     start_pts = jax.tree.map(lambda a: a[:-1], pts)
     next_q = jax.tree.map(lambda a: a[1:], quantities)
-    xs = (jt, start_pts, terms, next_q, extra)
-    sums, rows = jax.lax.scan(step, ahead, xs, reverse=True, unroll=jt.step.shape[0] == 1)
-    return sums, tuple(jnp.sum(r, axis=0) for r in rows)
+    xs = (jt, start_pts, terms, next_q)
+    sums, (rows, FC) = jax.lax.scan(step, ahead, xs, reverse=True, unroll=jt.step.shape[0] == 1)
+    return sums, tuple(jnp.sum(r, axis=0) for r in rows), FC
+
+
+def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
+    """Σ_α ∂(S_αᵀ𝓕^C_α)/∂q at fixed 𝓕^C_α of a rod's joints (C29), its own (n_dof, n_dof) block of ∂ID/∂q."""
+
+    def one(Om, Z, F, Phi_c, h):
+        w = se3.dexpT_apply(Om, F)
+        return Z.T @ se3.dexpT_jac(Om, F) @ Z + magnus.magnus_dZT(Phi_c, w, h, rod.expansion_order)
+
+    return jnp.sum(jax.vmap(one)(Om, Z, FC, rod.Phi_c, rod.h), axis=0)
 
 
 def inverse_dynamics_derivatives(
@@ -296,9 +309,10 @@ def inverse_dynamics_derivatives(
     zero = jnp.zeros((6, nv), dtype)
     world = Kinematics(jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, zero, zero, zero)
     forward = []
+    rods = rod_joints(linkage, q, qd, qdd, derivatives=True)
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
-        jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs])
+        jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs], rods.get(i))
         base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
         place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
         pts, terms = _forward_link(base.moved(place), jt, vs.start)
@@ -308,16 +322,22 @@ def inverse_dynamics_derivatives(
         forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav, loads), place))
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
+    wrenches = {}  # a rod's composite wrenches at its joints
     for i in reversed(range(len(linkage.links))):
         link, (jt, pts, terms, quantities, place) = linkage.links[i], forward[i]
         vs = linkage.v_slice(i)
-        sums, rows = _backward_link(link, jt, pts, terms, quantities, ahead[i], q[linkage.q_slice(i)], vs.start)
+        sums, rows, wrenches[i] = _backward_link(
+            link, jt, pts, terms, quantities, ahead[i], q[linkage.q_slice(i)], vs.start
+        )
         parent = linkage.parents[i]
         if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
             p0 = jax.tree.map(lambda a: a[0], quantities)
             at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N, E=sums.E + p0.dF)
             ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(place))
         tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
+    C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
+    for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
+        dq = dq.at[linkage.v_slice(i), linkage.v_slice(i)].add(local)
     for i, link in enumerate(linkage.links):  # from the charts' derivatives to the tangent space at fixed ν, ν̇
         if link.quaternion:
             vs = linkage.v_slice(i)

@@ -12,6 +12,8 @@ frame through a link's placement P (a fixed transform, rule 3 of seed 003 §5) e
 * a rod runs its joints α (:func:`jaxse3.rod.kinematics.joints`: the Magnus step exp(Ω̂_α), S_α, S_α q̇ and
   S_α q̈ + Ṡ_α q̇): η_{α+1} = Ad⁻¹(η_α + S_α q̇), η̇_{α+1} = Ad⁻¹(η̇_α + S_α q̈ + Ṡ_α q̇ + ad_{η_α} S_α q̇) and
   J_{α+1} = Ad⁻¹(J_α + [0 S_α 0]) (D14, D15, eq. (2b)), starting from the joint frame's motion (a moving base).
+  The joint terms of all rods of one structure are evaluated side by side before the pass (:func:`per_rod`, one
+  ``vmap``): a robot with six equal flagella traces and compiles them once.
 
 Each point carries its screw inertia 𝓜_k (a rigid body's spatial inertia, or the rod's weighted 𝓜_k = w_k 𝓜̄(X_k)) and
 its wrench 𝓕_k = 𝓜_k(η̇_k − Ad⁻¹_{g_k}𝓖) + ad*_{η_k} 𝓜_k η_k − 𝓕_ext,k (16), with 𝓖 = (0, a_g) and 𝓕_ext,k the applied
@@ -33,7 +35,8 @@ of :mod:`jaxse3.linkage._derivatives` as ``custom_jvp`` rules (:mod:`jaxse3.link
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,12 +51,16 @@ __all__ = [
     "point_states",
     "forward_kinematics",
     "inverse_dynamics_autodiff",
+    "inverse_dynamics_and_mass",
     "mass_matrix",
     "generalized_forces",
     "check_state",
     "joint_transform",
     "JointTerms",
     "exponential_joint",
+    "rod_groups",
+    "per_rod",
+    "rod_joints",
     "applied_wrenches",
     "speed",
     "integrate",
@@ -182,10 +189,44 @@ def _chain(jt: JointTerms, single: bool, start: int, g, eta, etad, J) -> tuple[A
     return tuple(jnp.concatenate([a[None], b]) for a, b in zip((g, eta, etad, J), pts))
 
 
-def _soft_link(link: Link, start: int, qi, vi, ai, g, eta, etad, J) -> tuple[Array, ...]:
-    """(g, η, η̇, J) at every point of the rod, its base moving as the joint frame (module docstring)."""
-    j = rod_kinematics.joints(link.body, qi, vi, ai)
-    return _chain(JointTerms(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc), False, start, g, eta, etad, J)
+def rod_groups(linkage: Linkage) -> tuple[tuple[int, ...], ...]:
+    """The soft links grouped by the structure of their rods (pytree structure, leaf shapes and dtypes): the rods of a
+    group are evaluated side by side (:func:`per_rod`)."""
+    groups: dict[Any, list[int]] = {}
+    for i, link in enumerate(linkage.links):
+        if link.joint == "soft":
+            leaves, tree = jax.tree.flatten(link.body)
+            groups.setdefault((tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves)), []).append(i)
+    return tuple(tuple(g) for g in groups.values())
+
+
+def per_rod(linkage: Linkage, fn: Callable[..., Any], args: Mapping[int, tuple]) -> dict[int, Any]:
+    """``fn(rod_i, *args[i])`` for the soft links i of ``args``, one ``jax.vmap`` over each group of rods of one
+    structure (:func:`rod_groups`): a linkage with six equal flagella traces and compiles a rod's joint terms once,
+    not six times. The ``args`` of a group's links must have equal shapes (None entries stay None)."""
+    out = {}
+    for group in rod_groups(linkage):
+        group = tuple(i for i in group if i in args)
+        if len(group) == 1:
+            out[group[0]] = fn(linkage.links[group[0]].body, *args[group[0]])
+        elif group:
+            stacked = jax.tree.map(lambda *x: jnp.stack(x), *((linkage.links[i].body, *args[i]) for i in group))
+            batched = jax.vmap(fn)(*stacked)
+            out.update({i: jax.tree.map(lambda a, n=n: a[n], batched) for n, i in enumerate(group)})
+    return out
+
+
+def rod_joints(
+    linkage: Linkage, q: Array, qd: Array | None = None, qdd: Array | None = None, derivatives: bool = False
+) -> dict[int, rod_kinematics.Joints]:
+    """:func:`jaxse3.rod.kinematics.joints` of every soft link (link index → its joints), by :func:`per_rod`."""
+    slices = lambda x, i: None if x is None else x[linkage.v_slice(i)]
+    args = {
+        i: (q[linkage.q_slice(i)], slices(qd, i), slices(qdd, i))
+        for i, link in enumerate(linkage.links)
+        if link.joint == "soft"
+    }
+    return per_rod(linkage, lambda rod, *a: rod_kinematics.joints(rod, *a, derivatives=derivatives), args)
 
 
 def point_states(
@@ -203,6 +244,7 @@ def point_states(
     qd, qdd = (zero if args[k] is None else args[k] for k in ("qd", "qdd"))
     ends, out = [], []
     world = (jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), jnp.zeros((6, linkage.nv), dtype))
+    rods_joints = rod_joints(linkage, q, qd, qdd)
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
         g, eta, etad, J = world if parent < 0 else ends[parent]
         P = link.placement.astype(dtype)
@@ -210,7 +252,8 @@ def point_states(
         joint_frame = (g @ P, Pi @ eta, Pi @ etad, Pi @ J)
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
         if link.joint == "soft":
-            pts = _soft_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
+            j = rods_joints[i]  # the rod's points from its base moving as the joint frame (module docstring)
+            pts = _chain(JointTerms(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc), False, vs.start, *joint_frame)
             ends.append(tuple(a[-1] for a in pts))
         else:
             end = _rigid_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
@@ -263,6 +306,21 @@ def _point_wrenches(linkage: Linkage, s: PointStates) -> Float[Array, "n_points 
     return F
 
 
+def inverse_dynamics_and_mass(
+    linkage: Linkage,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"] | None = None,
+    qdd: Float[Array, " nv"] | None = None,
+) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"]]:
+    """ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈ (seed 003 eqs. (14), (16)) and M(q) = Σ_k J_kᵀ 𝓜_k J_k +
+    diag(armature) (eqs. (32), (34)) from one forward pass (module docstring); ``qd``, ``qdd`` default to zero."""
+    s = point_states(linkage, q, qd, qdd)
+    arm = linkage.armature.astype(s.J.dtype)
+    tau = jnp.einsum("kin,ki->n", s.J, _point_wrenches(linkage, s))
+    M = jnp.einsum("kin,kij,kjm->nm", s.J, s.M, s.J) + jnp.diag(arm)
+    return tau if qdd is None else tau + arm * qdd, M
+
+
 def inverse_dynamics_autodiff(
     linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
 ) -> Float[Array, " nv"]:
@@ -271,14 +329,12 @@ def inverse_dynamics_autodiff(
     :func:`jaxse3.linkage.inverse_dynamics` without its ``custom_jvp`` rule: JAX differentiates the recursion itself
     (the autodiff reference of the analytical derivatives)."""
     check_state("inverse_dynamics_autodiff", linkage, q=q, qd=qd, qdd=qdd)
-    s = point_states(linkage, q, qd, qdd)
-    return jnp.einsum("kin,ki->n", s.J, _point_wrenches(linkage, s)) + linkage.armature * qdd
+    return inverse_dynamics_and_mass(linkage, q, qd, qdd)[0]
 
 
 def mass_matrix(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
     """M(q) = Σ_k J_kᵀ 𝓜_k J_k + diag(armature) (seed 003 eqs. (32), (34))."""
-    s = point_states(linkage, q)
-    return jnp.einsum("kin,kij,kjm->nm", s.J, s.M, s.J) + jnp.diag(linkage.armature.astype(s.J.dtype))
+    return inverse_dynamics_and_mass(linkage, q)[1]
 
 
 def generalized_forces(

@@ -23,7 +23,12 @@ from jaxtyping import Array, Float
 from jaxse3 import rod as rods
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
 from jaxse3.linkage._derivatives import covered, inverse_dynamics_derivatives
-from jaxse3.linkage._dynamics import check_state, generalized_forces, inverse_dynamics_autodiff, mass_matrix
+from jaxse3.linkage._dynamics import (
+    check_state,
+    generalized_forces,
+    inverse_dynamics_and_mass,
+    inverse_dynamics_autodiff,
+)
 from jaxse3.linkage._model import Linkage
 
 __all__ = [
@@ -80,8 +85,8 @@ def generalized_forces_derivatives(
 
 def _fd_parts(linkage, q, qd, u):
     """q̈ = FD and the Cholesky factor of M."""
-    bias = inverse_dynamics_autodiff(linkage, q, qd, jnp.zeros_like(qd))
-    chol = jax.scipy.linalg.cho_factor(mass_matrix(linkage, q))
+    bias, M = inverse_dynamics_and_mass(linkage, q, qd)  # ID(q, q̇, 0) and M(q) from one forward pass
+    chol = jax.scipy.linalg.cho_factor(M)
     return jax.scipy.linalg.cho_solve(chol, generalized_forces(linkage, q, qd, u) - bias), chol
 
 
