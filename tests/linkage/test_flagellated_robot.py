@@ -23,6 +23,8 @@ def test_flagellated_robot_sizes():
     assert ROBOT.links[0].exponential and ROBOT.fluid is not None
     # 6 flagella × (6 Gauss points + 2 ends) + 9 rigid bodies (the paper's n_p = 80 counts other points)
     assert ROBOT.n_points == 57
+    # the six flagella (front and rear differ in length only) are one group of rods, evaluated side by side
+    assert lk._dynamics.rod_groups(ROBOT) == ((3, 5, 7, 10, 12, 14),)
     # neutrally buoyant: no net weight on any point
     for i in range(len(ROBOT.links)):
         np.testing.assert_allclose(lk._model.point_inertias(ROBOT, i, jnp.float64).gravity, 0.0, atol=1e-12)

@@ -163,6 +163,7 @@ def test_hybrid_linkage_sizes_and_points():
     assert HYBRID.parents == (-1, 0, 1, 2, 3, 0)
     assert (HYBRID.nq, HYBRID.nv, HYBRID.n_inputs) == (13, 13, 3)  # 2 + 6 + 1 + 4 DoF; 3 actuated joints
     assert HYBRID.points_of("finger") == slice(2 + 5 + 1, 2 + 5 + 2)
+    assert lk._dynamics.rod_groups(HYBRID) == ((2,), (5,))  # rods of different bases: evaluated one by one
     g = lk.forward_kinematics(HYBRID, jnp.zeros(HYBRID.nq))
     # the straight rod's tip is its length along the base frame's x axis; the hook hangs 1 cm further
     base, tip = g[HYBRID.points_of("arm")][np.array([0, -1])]
