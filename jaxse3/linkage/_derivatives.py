@@ -155,12 +155,11 @@ def _chart(link: Link, q) -> tuple[Array, Array]:
     return rigid.joints.motion_subspace(link.joint, link.axis).T, jnp.zeros(6, link.axis.dtype)
 
 
-def _link_joints(link: Link, q, qd, qdd, rod: rod_kinematics.Joints | None) -> tuple[LinkJoints, Array | None]:
-    """The joint quantities of a link (module docstring; ``rod``: a soft link's, from :func:`rod_joints`), and for a
-    quaternion joint its transform X(q), which the forward pass applies as a fixed transform before the joint's local
-    chart exp(S̄Ω) at Ω = 0."""
+def _link_joints(link: Link, q, qd, qdd, j: rod_kinematics.Joints | None) -> tuple[LinkJoints, Array | None]:
+    """The joint quantities of a link (module docstring; ``j``: a soft link's rod joints, from :func:`rod_joints`), and
+    for a quaternion joint its transform X(q), which the forward pass applies as a fixed transform before the joint's
+    local chart exp(S̄Ω) at Ω = 0."""
     if link.joint == "soft":
-        j = rod
         return LinkJoints(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc, j.Sd, j.dS_qd, j.dS_qdd, j.dSd_qd), None
     dtype = link.axis.dtype
     eye = jnp.eye(4, dtype=dtype)
@@ -254,7 +253,7 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
 
 def _backward_link(
     link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array, start: int
-) -> tuple[Sums, tuple[Array, ...]]:
+) -> tuple[Sums, tuple[Array, ...], Array]:
     """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇) and the
     composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`)."""
     lie = se3
