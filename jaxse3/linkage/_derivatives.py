@@ -60,7 +60,7 @@ from jaxse3.linkage._dynamics import (
     speed,
 )
 from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias, point_loads
-from jaxse3.rod import kinematics as rod_kinematics, magnus
+from jaxse3.rod import kinematics as rod_kinematics
 from jaxse3.rod.model import Rod
 
 __all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
@@ -288,10 +288,7 @@ def _backward_link(
 def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
     """Σ_α ∂(S_αᵀ𝓕^C_α)/∂q at fixed 𝓕^C_α of a rod's joints (C29), its own (n_dof, n_dof) block of ∂ID/∂q."""
 
-    def one(Om, Z, F, Phi_c, h):
-        w = se3.dexpT_apply(Om, F)
-        return Z.T @ se3.dexpT_jac(Om, F) @ Z + magnus.magnus_dZT(Phi_c, w, h, rod.expansion_order)
-
+    one = lambda *a: rod_kinematics.joint_force_jacobian(*a, rod.expansion_order)
     return jnp.sum(jax.vmap(one)(Om, Z, FC, rod.Phi_c, rod.h), axis=0)
 
 

@@ -48,8 +48,8 @@ from jaxse3 import se3
 from jaxse3.lie import se2
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import Joints, check_state, joint_rates, joints
-from jaxse3.rod.magnus import magnus_dZT, magnus_ZT_apply
+from jaxse3.rod.kinematics import Joints, check_state, joint_force_jacobian, joint_rates, joints
+from jaxse3.rod.magnus import magnus_ZT_apply
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -377,8 +377,7 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
         if p.dFext is not None:
             E = j.coAd @ (p.dFext + s.E)  # (56)
             acc = acc - E
-        w = lie.dexpT_apply(j.Omega, comp.FC)  # T ᵀ𝓕^C
-        dSTF = j.Z.T @ lie.dexpT_jac(j.Omega, comp.FC) @ j.Z + magnus_dZT(Phi_c, w, h, order)  # (C29)
+        dSTF = joint_force_jacobian(j.Omega, j.Z, comp.FC, Phi_c, h, order)  # (C29)
         return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
 
     def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor

@@ -29,7 +29,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
 from jaxse3.lie import se2
-from jaxse3.rod.magnus import magnus_dZ, magnus_omega, magnus_rates, magnus_Z
+from jaxse3.rod.magnus import magnus_dZ, magnus_dZT, magnus_omega, magnus_rates, magnus_Z
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "check_state",
     "JointRates",
     "joint_rates",
+    "joint_force_jacobian",
 ]
 
 
@@ -279,3 +280,17 @@ def differential_kinematics(
     last, hist = jax.lax.scan(body, zero, (jt.step, jt.Ad_inv, jt.S, jt.Sd))
     g, J, Jd = (jnp.concatenate([h, l[None]], axis=0) for h, l in zip(hist, last))
     return g, J, J @ qd, Jd
+
+
+def joint_force_jacobian(
+    Omega: Float[Array, " d"],
+    Z: Float[Array, "d n"],
+    F: Float[Array, " d"],
+    Phi_c: Float[Array, "n_c d n"],
+    h: Float[Array, ""],
+    order: int,
+) -> Float[Array, "n n"]:
+    """∂(S_αᵀ𝓕)/∂q at fixed 𝓕 of one joint (C29): 𝓩ᵀ(∂(T(Ω)ᵀ𝓕)/∂Ω)𝓩 plus the Magnus term of 𝓩's dependence on q
+    (:func:`~jaxse3.rod.magnus.magnus_dZT` at Tᵀ𝓕); on SE(2) for 3-vectors (a planar rod's recursions)."""
+    lie = se2 if F.shape[-1] == 3 else se3
+    return Z.T @ lie.dexpT_jac(Omega, F) @ Z + magnus_dZT(Phi_c, lie.dexpT_apply(Omega, F), h, order)
