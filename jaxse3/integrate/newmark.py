@@ -47,6 +47,7 @@ from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolat
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
 from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, unwrap_term
+from jaxse3.lie.tangents import dense, jvp_moving
 
 __all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
 
@@ -60,6 +61,18 @@ def _check_vector(y0, jacobian):
         )
     if jnp.ndim(q0) == 2 and jacobian is None:
         raise ValueError("Newmark: a stack y0 of shape (B, n) needs the term's jacobian, returning (B, n, n) blocks")
+
+
+def _matvec(A: Float[Array, "*b n n"], v: Float[Array, "*b n"]) -> Float[Array, "*b n"]:
+    return jnp.einsum("...ij,...j->...i", A, v)
+
+
+def _jvp_in_time_and_args(term, t, q, qd, qdd, args, dt, dargs) -> Float[Array, "*b n"]:
+    """∂r/∂(t, args) · (dt, dargs) at fixed (q, q̇, q̈), along only the time and the arrays of ``args`` that move (the
+    tangents may be None or symbolic zeros)."""
+    dyn, static = eqx.partition(args, eqx.is_inexact_array)
+    dr = jvp_moving(lambda t_, a: term.residual(t_, q, qd, qdd, eqx.combine(a, static)), (t, dyn), (dt, dargs))
+    return jnp.zeros_like(q) if dr is None else dr
 
 
 class SecondOrderResidualTerm(AbstractTerm):
@@ -85,10 +98,11 @@ class SecondOrderResidualTerm(AbstractTerm):
         args: PyTree[Any],
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n n"], Float[Array, "*b n n"], Float[Array, "*b n n"]]:
         """``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at one point."""
-        r = self.residual(t, q, qd, qdd, args)
         if self.jacobian is not None:
-            return (r, *self.jacobian(t, q, qd, qdd, args))
-        return (r, *jax.jacfwd(self.residual, argnums=(1, 2, 3))(t, q, qd, qdd, args))
+            return (self.residual(t, q, qd, qdd, args), *self.jacobian(t, q, qd, qdd, args))
+        twice = lambda *a: (self.residual(*a),) * 2  # r as the JVP's primal: one evaluation of r, not two
+        jacobians, r = jax.jacfwd(twice, argnums=(1, 2, 3), has_aux=True)(t, q, qd, qdd, args)
+        return (r, *jacobians)
 
     def solve_acceleration(
         self,
@@ -99,22 +113,47 @@ class SecondOrderResidualTerm(AbstractTerm):
         tol: float,
         max_iters: int,
         scale: Float[ArrayLike, ""] = 1.0,
-    ) -> NewtonResult:
-        """q̈ with ``r(t, q, q̇, q̈) = 0`` by Newton from q̈ = 0 (test ``scale ‖r‖_∞ ≤ tol``); a NewtonResult."""
+    ) -> tuple[
+        NewtonResult,
+        tuple[Float[Array, "*b n"], Float[Array, "*b n n"], Float[Array, "*b n n"], Float[Array, "*b n n"]],
+    ]:
+        """q̈ with ``r(t, q, q̇, q̈) = 0`` (test ``scale ‖r‖_∞ ≤ tol``) by a chord iteration from q̈ = 0 with the LU
+        factors of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update); returns the
+        NewtonResult and the partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at q̈ = 0 (their one evaluation, without
+        derivatives), for a caller that needs them too."""
         _check_vector((q, qd), self.jacobian)
+        zero = jnp.zeros_like(qd)
+        dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
+        t_, q_, qd_, args_ = eqx.combine(jax.lax.stop_gradient(dyn), static)
+        partials = self.partials(t_, q_, qd_, zero, args_)
 
-        def fun(x, p):  # closes over nothing traced: the root's derivative rule runs outside this trace
+        def residual(x, p):  # closes over nothing traced: the root's derivative rule runs outside this trace
             term, t_, q_, qd_, args_, scale_ = p
-            r, _, _, dr_dqdd = term.partials(t_, q_, qd_, x, args_)
-            return scale_ * r, scale_ * dr_dqdd
+            return scale_ * term.residual(t_, q_, qd_, x, args_)
 
-        return newton(fun, jnp.zeros_like(qd), (self, t, q, qd, args, scale), tol, max_iters)
+        def matrix(x, p):
+            term, t_, q_, qd_, args_, scale_ = p
+            return scale_ * term.partials(t_, q_, qd_, x, args_)[3]
+
+        def linearised(x, p, dp):
+            """(∂R/∂q̈, ∂R/∂p · dp) from one evaluation of the partials at the root (a JVP of r in t and args only)."""
+            term, t_, q_, qd_, args_, scale_ = p
+            _, dt_, dq_, dqd_, dargs, _ = dp  # the scale's tangent multiplies r = 0 (the root)
+            _, A_q, A_qd, A_qdd = term.partials(t_, q_, qd_, x, args_)
+            dr = _jvp_in_time_and_args(term, t_, q_, qd_, x, args_, dt_, dargs)
+            dr = dr + _matvec(A_q, dense(q_, dq_)) + _matvec(A_qd, dense(qd_, dqd_))
+            return scale_ * A_qdd, scale_ * dr
+
+        first = factor(jax.lax.stop_gradient(scale) * partials[3])
+        params = (self, t, q, qd, args, scale)
+        sol = modified_newton(residual, matrix, zero, params, first, tol, max_iters, None, linearised)
+        return sol, partials
 
     def vf(
         self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         q, qd = y
-        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        sol, _ = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
         return qd, eqx.error_if(sol.value, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
 
     def contr(self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""], **kwargs: Any) -> Real[ArrayLike, ""]:
@@ -178,13 +217,16 @@ class Newmark(AbstractSolver):
         terms = unwrap_term(terms, SecondOrderResidualTerm)
         q0, qd0 = y0
         h = t1 - t0
-        sol = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
+        scale = self.beta * h * h
+        sol, (_, A_q, A_qd, A_qdd) = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
         qdd0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(qdd0, zero, zero, zero, None)
-        S = self._system(qdd0, (self, terms, t0, h, y0, qdd0, args))[1]
-        return NewmarkState(qdd0, zero, zero, jnp.asarray(1, jnp.int32), factor(jax.lax.stop_gradient(S)))
+        # the first iteration matrix from the same partials (at q_0, q̇_0, q̈ = 0: within O(h) of the first step's; a
+        # slow update refreshes it): one evaluation of the Jacobians before the steps, one copy in the program
+        S = jax.lax.stop_gradient(scale * (A_qdd + self.gamma * h * A_qd + scale * A_q))
+        return NewmarkState(qdd0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
 
     def predict(
         self,
@@ -223,7 +265,7 @@ class Newmark(AbstractSolver):
         so only the arguments (inputs, model parameters) and t_{n+1} need a JVP of r, at fixed (q, q̇, q̈)."""
         solver, term, t1, h, y0, qdd0, args = p
         _, _, dt1, dh, (dq0, dqd0), dqdd0, dargs = dp
-        dt1, dh = (jnp.zeros_like(h) if d is None else d for d in (dt1, dh))
+        dh, dq0, dqd0, dqdd0 = (dense(a, d) for a, d in ((h, dh), (y0[0], dq0), (y0[1], dqd0), (qdd0, dqdd0)))
         beta, gamma = solver.beta, solver.gamma
         q, qd = solver.predict(h, y0, qdd0, x)
         _, A_q, A_qd, A_qdd = term.partials(t1, q, qd, x, args)
@@ -233,12 +275,7 @@ class Newmark(AbstractSolver):
         qd0 = y0[1]
         dq = dq0 + h * dqd0 + h * h * (0.5 - beta) * dqdd0 + dh * (qd0 + 2 * h * ((0.5 - beta) * qdd0 + beta * x))
         dqd = dqd0 + h * (1.0 - gamma) * dqdd0 + dh * ((1.0 - gamma) * qdd0 + gamma * x)
-        matvec = lambda A, v: jnp.einsum("...ij,...j->...i", A, v)
-        args_dyn, args_static = eqx.partition(args, eqx.is_inexact_array)
-        _, dr_args = jax.jvp(
-            lambda t, a: term.residual(t, q, qd, x, eqx.combine(a, args_static)), (t1, args_dyn), (dt1, dargs)
-        )
-        dr = matvec(A_q, dq) + matvec(A_qd, dqd) + dr_args
+        dr = _matvec(A_q, dq) + _matvec(A_qd, dqd) + _jvp_in_time_and_args(term, t1, q, qd, x, args, dt1, dargs)
         return S, scale * dr  # the scale's own derivative multiplies r = 0 (the root)
 
     def step(

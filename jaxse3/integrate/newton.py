@@ -35,6 +35,8 @@ import optimistix as optx
 from jax import lax
 from jaxtyping import Array, Bool, Float
 
+from jaxse3.lie.tangents import jvp_moving
+
 __all__ = [
     "NewtonResults",
     "NewtonResult",
@@ -158,7 +160,8 @@ def differentiable_root(
     traced apart from the caller (a closed-over tracer fails at lowering with "No constant handler").
 
     ``linearised(x, params, dparams) -> (∂R/∂x, ∂R/∂params · dparams)``, when given, replaces ``matrix`` and the JVP
-    of ``residual`` (``dparams``: the tangents of ``params``' inexact arrays, None at its other leaves): for a
+    of ``residual`` (``dparams``: the tangents of ``params``' inexact arrays, None at its other leaves, symbolic zeros
+    (:func:`~jaxse3.lie.tangents.is_zero`) where a parameter is not differentiated): for a
     residual whose partial derivatives in x also give its derivative in part of the parameters (a time step's
     residual in the previous state), one linearisation then serves both.
     """
@@ -168,16 +171,17 @@ def differentiable_root(
     def root(x, dyn):
         return x
 
-    @root.defjvp
     def root_jvp(primals, tangents):
         x, dyn = primals
-        _, ddyn = tangents
+        _, ddyn = tangents  # symbolic zeros where a parameter does not move: no JVP along it
         p = eqx.combine(dyn, static)
         if linearised is not None:
             S, dR = linearised(x, p, ddyn)
             return x, -_solve(S, dR)
-        _, dR = jax.jvp(lambda d: residual(x, eqx.combine(d, static)), (dyn,), (ddyn,))
-        return x, -_solve(matrix(x, p), dR)
+        dR = jvp_moving(lambda d: residual(x, eqx.combine(d, static)), (dyn,), (ddyn,))
+        return x, jnp.zeros_like(x) if dR is None else -_solve(matrix(x, p), dR)
+
+    root.defjvp(root_jvp, symbolic_zeros=True)
 
     return root(lax.stop_gradient(x), dyn)
 
@@ -254,12 +258,13 @@ def modified_newton(
     factors: Factors,
     tol: float,
     max_iters: int,
-    rate: float = 0.3,
+    rate: float | None = 0.3,
     linearised: Callable | None = None,
 ) -> NewtonResult:
     """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
     matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update
-    reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged).
+    reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged); ``rate=None``: never
+    (a plain chord iteration, with no evaluation of ``matrix`` in the loop).
 
     Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
     :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
@@ -277,6 +282,8 @@ def modified_newton(
         x, R, f, k, m = carry
         x = x - _lu_solve(f, R)
         R_new = residual(x, frozen)
+        if rate is None:  # a chord iteration: the factors are never refreshed (no matrix in the loop)
+            return x, R_new, f, k + 1, m
         slow = (_norm(R_new) > rate * _norm(R)) & (_norm(R_new) > tol)
         f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
         return x, R_new, f, k + 1, m + slow.astype(jnp.int32)

@@ -11,7 +11,9 @@ once:
 - :func:`is_zero`: is a tangent a symbolic zero;
 - :func:`accumulate`: the sum of the analytical terms, skipping zero tangents at trace time;
 - :func:`jvp_of_rest`: the autodiff JVP with respect to the remaining arguments, or ``None`` when all their tangents
-  are symbolic zeros (the usual case), so that it costs nothing then.
+  are symbolic zeros (the usual case), so that it costs nothing then; :func:`jvp_moving` is that JVP for any function,
+  along only the leaves that move;
+- :func:`dense`: a tangent with its symbolic zeros made arrays.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
-__all__ = ["custom_rule", "RULE_CALLS", "is_zero", "accumulate", "jvp_of_rest"]
+__all__ = ["custom_rule", "RULE_CALLS", "is_zero", "dense", "accumulate", "jvp_moving", "jvp_of_rest"]
 
 #: Trace-time counter of analytical rule invocations, keyed by the rule's name (e.g. "se3.exp", "rigid.rnea",
 #: "forward_dynamics" for the rod): the one counter of the package.
@@ -70,20 +72,38 @@ def accumulate(primal_out: jax.Array, terms: Iterable[tuple[Any, Any]], rest: ja
     return jnp.zeros_like(primal_out) if out is None else out
 
 
-def _dense(primal: Any, tangent: Any) -> Any:
+def dense(primal: Any, tangent: Any) -> Any:
+    """``tangent`` with its symbolic-zero leaves made arrays of zeros shaped like ``primal``'s."""
     return jax.tree.map(lambda p, t: jnp.zeros_like(p) if is_zero(t) else t, primal, tangent, is_leaf=is_zero)
 
 
+def jvp_moving(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    """JVP of ``fn(*primals)`` by plain autodiff along only the array leaves whose tangents are not symbolic zeros (a
+    model whose stiffness alone moves costs the JVP in its stiffness, not in every array of the model); None when all
+    tangents are symbolic zeros (or None)."""
+    leaves, treedef = jax.tree.flatten(list(primals))
+    tangent_leaves = treedef.flatten_up_to(list(tangents))
+    moving = [k for k, t in enumerate(tangent_leaves) if t is not None and not is_zero(t)]
+    if not moving:
+        return None
+
+    def of_moving(*values):
+        new = list(leaves)
+        for k, value in zip(moving, values):
+            new[k] = value
+        return fn(*jax.tree.unflatten(treedef, new))
+
+    return jax.jvp(of_moving, tuple(leaves[k] for k in moving), tuple(tangent_leaves[k] for k in moving))[1]
+
+
 def jvp_of_rest(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], analytic: Sequence[int]) -> Any:
-    """JVP of ``fn(*primals)`` along the tangents of the arguments *not* in ``analytic``, by plain autodiff.
+    """JVP of ``fn(*primals)`` along the tangents of the arguments *not* in ``analytic``, by plain autodiff
+    (:func:`jvp_moving`: only along the leaves that move).
 
     Returns None when all of those tangents are symbolic zeros (derivatives in the state only), so a rule pays for
     the autodiff path only when a caller differentiates with respect to parameters.
     """
     rest = [i for i in range(len(primals)) if i not in analytic]
-    leaves = [t for i in rest for t in jax.tree.leaves(tangents[i], is_leaf=is_zero)]
-    if all(is_zero(t) for t in leaves):
-        return None
 
     def of_rest(*free):
         args = list(primals)
@@ -91,4 +111,4 @@ def jvp_of_rest(fn: Callable, primals: Sequence[Any], tangents: Sequence[Any], a
             args[i] = value
         return fn(*args)
 
-    return jax.jvp(of_rest, tuple(primals[i] for i in rest), tuple(_dense(primals[i], tangents[i]) for i in rest))[1]
+    return jvp_moving(of_rest, [primals[i] for i in rest], [tangents[i] for i in rest])

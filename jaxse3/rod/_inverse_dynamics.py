@@ -46,7 +46,7 @@ from jaxtyping import Array, Float, PyTree
 
 from jaxse3 import se3
 from jaxse3.lie import se2
-from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, jvp_of_rest
+from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rod.forces import Loads, external_wrenches
 from jaxse3.rod.kinematics import Joints, check_state, joint_force_jacobian, joint_rates, joints
 from jaxse3.rod.magnus import magnus_ZT_apply
@@ -516,8 +516,10 @@ def _id_rest_plain(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, " n_dof"
 
 def _id_rest_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"], Float[Array, " n_dof"]]:
     rod, q = primals
-    r = rnea(rod, q, None, None, level="all")
     rest = jvp_of_rest(_id_rest_plain, primals, tangents, analytic=(1,))
+    if is_zero(tangents[1]):  # along the rod's parameters only: no derivative pass
+        return _id_rest_plain(rod, q), rest
+    r = rnea(rod, q, None, None, level="all")
     return r.tau, accumulate(r.tau, [(r.dq, tangents[1])], rest)
 
 
@@ -549,8 +551,10 @@ def _id_plain(
 def _id_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"], Float[Array, " n_dof"]]:
     rod, q, qd, qdd = primals
     _, dq, dqd, dqdd = tangents
-    r = rnea(rod, q, qd, qdd, level="all")
     rest = jvp_of_rest(_id_plain, primals, tangents, analytic=(1, 2, 3))
+    if is_zero(dq) and is_zero(dqd) and is_zero(dqdd):  # along the rod's parameters only: no derivative pass
+        return _id_plain(rod, q, qd, qdd), rest
+    r = rnea(rod, q, qd, qdd, level="all")
     return r.tau, accumulate(r.tau, [(r.dq, dq), (r.dqd, dqd), (r.M, dqdd)], rest)
 
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
+from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rod._inverse_dynamics import rnea
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
 from jaxse3.rod.kinematics import check_state
@@ -68,8 +68,12 @@ def _tau_jvp(primals, tangents):
     rod, q, qd, u, loads = primals
     _, dq, dqd, du, _ = tangents
     tau = _tau_plain(rod, q, qd, u, loads)
-    Tq, Tqd = generalized_forces_derivatives(rod, q, qd, u, loads)
-    terms = [(Tq, dq), (Tqd, dqd)] + ([(lambda t: actuation_matrix(rod, q) @ t, du)] if rod.n_tendons else [])
+    state = (
+        []
+        if is_zero(dq) and is_zero(dqd)
+        else list(zip(generalized_forces_derivatives(rod, q, qd, u, loads), (dq, dqd)))
+    )
+    terms = state + ([(lambda t: actuation_matrix(rod, q) @ t, du)] if rod.n_tendons else [])
     return tau, accumulate(tau, terms, jvp_of_rest(_tau_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
