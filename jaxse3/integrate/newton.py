@@ -274,24 +274,22 @@ def modified_newton(
     """
     frozen = _frozen(params)
 
-    def cond(carry):
-        _, R, _, k, _ = carry
-        return (_norm(R) > tol) & (k < max_iters)
-
+    # one residual in the program: each pass evaluates R at the current iterate, then updates it (or, once the test
+    # passes or the updates run out, polishes it as in :func:`newton` and stops)
     def body(carry):
-        x, R, f, k, m = carry
-        x = x - _lu_solve(f, R)
-        R_new = residual(x, frozen)
-        if rate is None:  # a chord iteration: the factors are never refreshed (no matrix in the loop)
-            return x, R_new, f, k + 1, m
-        slow = (_norm(R_new) > rate * _norm(R)) & (_norm(R_new) > tol)
-        f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
-        return x, R_new, f, k + 1, m + slow.astype(jnp.int32)
+        x, R_before, f, k, m, _ = carry
+        R = residual(x, frozen)
+        stop = (_norm(R) <= tol) | (k >= max_iters)
+        if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
+            slow = (k > 0) & (_norm(R) > rate * _norm(R_before)) & (_norm(R) > tol)
+            f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
+            m = m + slow.astype(jnp.int32)
+        return x - _lu_solve(f, R), R, f, k + jnp.where(stop, 0, 1), m, stop
 
     x0 = lax.stop_gradient(x0)
     zero = jnp.asarray(0, jnp.int32)
-    x, R, f, k, m = lax.while_loop(cond, body, (x0, residual(x0, frozen), lax.stop_gradient(factors), zero, zero))
-    x = x - _lu_solve(f, R)  # polish, as in :func:`newton`
+    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, jnp.asarray(False))
+    x, R, f, k, m, _ = lax.while_loop(lambda carry: ~carry[-1], body, start)
     result = NewtonResults.where(_norm(R) <= tol, NewtonResults.successful, _failure(R))
     value = differentiable_root(residual, matrix, x, params, linearised)
     return NewtonResult(value, result, k, {"factors": f, "refreshes": m})
