@@ -7,7 +7,8 @@ snapshots, tip path) to ``--out`` (default ``./jaxse3-out``). ``jaxse3 list`` li
 lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp, log, dexp,
 dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``, ``--save``).
 ``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of :mod:`jaxse3.optim.scenarios` by
-single shooting and writes ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3
+single shooting (``--method ddp`` or ``ilqr``: by DDP or iLQR on 20 ms implicit Euler steps) and writes
+``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3
 optimize arm-reach`` solves Crocoddyl's arm-reaching benchmark (Talos arm) by DDP and writes ``arm-reach.npz`` and
 ``arm-reach.png``.
 """
@@ -44,15 +45,20 @@ EXAMPLES = {
 }
 #: the problems of ``jaxse3 optimize``
 PROBLEMS = {
-    "cdm-reach": "the CDM's tip to a target point (--target X Y Z) from rest, bounded tensions, single shooting",
+    "cdm-reach": "the CDM's tip to a target point (--target X Y Z) from rest, bounded tensions; single shooting, or "
+    "--method ddp|ilqr",
     "arm-reach": "Crocoddyl's benchmark: the Talos arm's gripper to a pose (--target X Y Z), DDP (needs 'robots')",
 }
 #: the default target and the options of each problem of ``jaxse3 optimize`` (argument name: flag)
 TARGETS = {"cdm-reach": (0.1, 0.05, -0.45), "arm-reach": (0.0, 0.0, 0.4)}
 _PROBLEM_OPTIONS = {
     "cdm-reach": {"t_final": "--t-final", "knots": "--knots", "gtol": "--gtol", "progress": "--no-progress"},
-    "arm-reach": {"method": "--method", "effort_limits": "--effort-limits"},
+    "arm-reach": {"effort_limits": "--effort-limits"},
 }
+#: the methods of each problem of ``jaxse3 optimize``, the default first
+METHODS = {"cdm-reach": ("shooting", "ddp", "ilqr"), "arm-reach": ("ddp", "ilqr")}
+#: cdm-reach's options that only single shooting uses (DDP's controls are held over its steps of 20 ms)
+_SHOOTING_OPTIONS = {"knots": "--knots", "gtol": "--gtol"}
 
 
 def _positive(kind):
@@ -106,7 +112,12 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--t-final", type=_positive(float), default=2.0, help="horizon in s (default 2)")
     o.add_argument("--knots", type=_positive(int), default=6, help="tension knots per cable (default 6)")
     o.add_argument("--max-iters", type=_positive(int), default=None, help="iterations (default 50; arm-reach 200)")
-    o.add_argument("--method", choices=("ddp", "ilqr"), default="ddp", help="arm-reach: DDP or iLQR (default ddp)")
+    o.add_argument(
+        "--method",
+        choices=("shooting", "ddp", "ilqr"),
+        default=None,
+        help="cdm-reach: shooting (default), ddp or ilqr; arm-reach: ddp (default) or ilqr",
+    )
     o.add_argument("--effort-limits", action="store_true", help="arm-reach: bound the torques (box-DDP)")
     o.add_argument("--gtol", type=_positive(float), default=1e-5, help="projected-gradient tolerance (1e-5)")
     o.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
@@ -151,14 +162,23 @@ def main(argv: list[str] | None = None) -> int:
         unused = _unused(parser.optimize_parser, args, others)  # type: ignore[attr-defined]
         if unused:
             parser.error(f"{', '.join(unused)}: not an option of {args.problem}")
+        methods = METHODS[args.problem]
+        args.method = methods[0] if args.method is None else args.method
+        if args.method not in methods:
+            parser.error(f"--method {args.method}: not a method of {args.problem} (choose from {', '.join(methods)})")
+        if args.method != "shooting":
+            unused = _unused(parser.optimize_parser, args, _SHOOTING_OPTIONS)  # type: ignore[attr-defined]
+            if unused:
+                parser.error(f"{', '.join(unused)}: only for --method shooting, not for {args.method}")
         args.target = TARGETS[args.problem] if args.target is None else tuple(args.target)
         if args.max_iters is None:
             args.max_iters = 200 if args.problem == "arm-reach" else 50
         if args.knots < 2:
             parser.error("--knots must be at least 2")
-        steps = args.t_final / 2e-3
+        dt = 2e-3 if args.method == "shooting" else 2e-2
+        steps = args.t_final / dt
         if abs(steps - round(steps)) > 1e-9 * steps:
-            parser.error(f"--t-final must be a whole number of 2 ms steps, got {args.t_final}")
+            parser.error(f"--t-final must be a whole number of {1e3 * dt:g} ms steps, got {args.t_final}")
         _writable_folder(parser, "--out", args.out)
         return run_optimisation_example(args.problem, args)
     run = parser.run_parser  # type: ignore[attr-defined]

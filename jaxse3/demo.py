@@ -239,8 +239,8 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
 
 
 def run_optimisation_example(name: str, args: argparse.Namespace) -> int:
-    """Solve a built-in trajectory optimisation problem (``cdm-reach`` by single shooting, ``arm-reach`` by DDP);
-    print the iterations, the time (compilation apart) and the result; write ``<name>.npz`` (a
+    """Solve a built-in trajectory optimisation problem (``cdm-reach`` by single shooting, DDP or iLQR; ``arm-reach``
+    by DDP or iLQR); print the iterations, the time (compilation apart) and the result; write ``<name>.npz`` (a
     :class:`~jaxse3.optim.Solution`: ``u``, ``x``, ``cost_history``, ``iterations``, …) and ``<name>.png``."""
     from jaxse3.viz import plot_solution
 
@@ -261,6 +261,8 @@ def run_optimisation_example(name: str, args: argparse.Namespace) -> int:
 def _solve_cdm_reach(name: str, args: argparse.Namespace):
     from jaxse3.optim import scenarios, solve_shooting
 
+    if args.method != "shooting":
+        return _solve_cdm_reach_steps(name, args)
     problem = scenarios.cdm_reach(args.target, t_final=args.t_final, n_knots=args.knots)
     print(
         f"jaxse3 optimize {name}: the seed 003 CDM from rest, tip to {tuple(args.target)} m at t = {args.t_final:g} s; "
@@ -272,12 +274,48 @@ def _solve_cdm_reach(name: str, args: argparse.Namespace):
     error = float(np.linalg.norm(sol.tip[-1] - np.asarray(args.target)))
     first, wall = sol.info["first_gradient_s"], sol.info["wall_s"]
     timing = f"{wall:.1f} s (the first gradient, compilation included, {first:.1f} s)"
-    return sol, {"target": list(args.target), "t_final": args.t_final, "knots": args.knots}, error, "T", timing
+    params = {"target": list(args.target), "t_final": args.t_final, "knots": args.knots, "method": "shooting"}
+    return sol, params, error, "T", timing
+
+
+def _ddp(problem, us0, method: str, max_iters: int, bounds: dict):
+    """``solve_ddp`` compiled, then run: (result, wall time, compile time), its iteration log printed."""
+    from jaxse3.optim import solve_ddp
+
+    solve = jax.jit(lambda us: solve_ddp(problem, us, method=method, max_iters=max_iters, **bounds))
+    t0 = time.perf_counter()
+    compiled = solve.lower(us0).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = jax.block_until_ready(compiled(us0))
+    wall = time.perf_counter() - t0
+    print(result.log())
+    return result, wall, compile_s
+
+
+def _solve_cdm_reach_steps(name: str, args: argparse.Namespace):
+    from jaxse3.optim import scenarios
+
+    dt = 0.02
+    problem, us0, bounds = scenarios.cdm_reach_steps(args.target, t_final=args.t_final, dt=dt)
+    print(
+        f"jaxse3 optimize {name}: the seed 003 CDM from rest, tip to {tuple(args.target)} m at t = {args.t_final:g} s; "
+        f"tensions in [{bounds['lower']:g}, {bounds['upper']:g}] N held over {problem.horizon} implicit Euler steps "
+        f"of {1e3 * dt:g} ms; {args.method.upper()} (box constraints) from zero tensions",
+        flush=True,
+    )
+    result, wall, compile_s = _ddp(problem, us0, args.method, args.max_iters, bounds)
+    system = scenarios.cdm_system()
+    tip = jax.vmap(lambda x: system.tip(x[: system.n_dof]))(result.xs)
+    sol = result.to_solution(dt, tip, {"wall_s": wall, "compile_s": compile_s, "method": args.method})
+    error = float(np.linalg.norm(np.asarray(tip[-1]) - np.asarray(args.target)))
+    params = {"target": list(args.target), "t_final": args.t_final, "method": args.method, "dt": dt}
+    return sol, params, error, "T", f"{wall:.2f} s (compilation apart: {compile_s:.1f} s)"
 
 
 def _solve_arm_reach(name: str, args: argparse.Namespace):
     from jaxse3 import rigid
-    from jaxse3.optim import scenarios, solve_ddp
+    from jaxse3.optim import scenarios
 
     problem, us0 = scenarios.arm_reach(args.target)
     arm = scenarios.TALOS_ARM
@@ -289,14 +327,7 @@ def _solve_arm_reach(name: str, args: argparse.Namespace):
         f"{' with the URDF effort limits' if args.effort_limits else ''}, from gravity compensation",
         flush=True,
     )
-    solve = jax.jit(lambda us: solve_ddp(problem, us, method=args.method, max_iters=args.max_iters, **bounds))
-    t0 = time.perf_counter()
-    compiled = solve.lower(us0).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = jax.block_until_ready(compiled(us0))
-    wall = time.perf_counter() - t0
-    print(result.log())
+    result, wall, compile_s = _ddp(problem, us0, args.method, args.max_iters, bounds)
     model = scenarios.talos_arm()
     body = model.names.index(arm["frame"])
     tip = jax.vmap(lambda x: rigid.forward_kinematics(model, x[: model.nq])[body, :3, 3])(result.xs)

@@ -39,8 +39,10 @@ def test_list(capsys):
         (["optimize", "cdm-reach", "--t-final", "0.0031"], "whole number of 2 ms steps"),
         (["optimize", "cdm-reach", "--knots", "1"], "--knots must be at least 2"),
         (["optimize", "arm-reach", "--knots", "3"], "--knots: not an option of arm-reach"),
-        (["optimize", "cdm-reach", "--method", "ilqr"], "--method: not an option of cdm-reach"),
+        (["optimize", "arm-reach", "--method", "shooting"], "--method shooting: not a method of arm-reach"),
         (["optimize", "arm-reach", "--method", "fddp"], "invalid choice"),
+        (["optimize", "cdm-reach", "--method", "ddp", "--knots", "4"], "--knots: only for --method shooting"),
+        (["optimize", "cdm-reach", "--method", "ilqr", "--t-final", "0.05"], "whole number of 20 ms steps"),
     ],
 )
 def test_bad_arguments(argv, message, capsys):
@@ -124,6 +126,29 @@ def test_optimize_cdm_reach_writes_a_solution_that_replays(tmp_path):
     assert np.all(sol.values >= 0.0) and np.all(sol.values <= 20.0)
     replay = scenarios.cdm_reach(t_final=0.1).rollout(sol.values)
     np.testing.assert_allclose(replay.tip, sol.tip, atol=1e-12)
+    assert (out / "cdm-reach.png").stat().st_size > 10_000
+
+
+def test_optimize_cdm_reach_by_ilqr_writes_a_solution_that_replays(tmp_path):
+    """``jaxse3 optimize cdm-reach --method ilqr`` on two steps of 20 ms: the cost decreases; the npz holds the
+    tensions held over the steps (2, 5), within their bounds, and the states (3, 48), which the problem's steps
+    reproduce from rest."""
+    from jaxse3.optim import Solution, scenarios
+
+    out = tmp_path / "out"
+    argv = ["optimize", "cdm-reach", "--method", "ilqr", "--t-final", "0.04", "--max-iters", "2", "--out", str(out)]
+    assert cli.main(argv) == 0
+    sol = Solution.load(out / "cdm-reach.npz")
+    assert sol.u.shape == (2, 5) and sol.x.shape == (3, 48) and 1 <= sol.iterations <= 2
+    assert sol.cost_history[-1] < sol.cost_history[0]
+    assert np.all(sol.u >= 0.0) and np.all(sol.u <= 20.0)
+    problem, _, _ = scenarios.cdm_reach_steps(t_final=0.04)
+    x = np.zeros(48)
+    for k in range(2):
+        x = np.asarray(problem.step(x, sol.u[k]))
+        np.testing.assert_allclose(x, sol.x[k + 1], rtol=1e-9, atol=1e-12)
+    system = scenarios.cdm_system()
+    np.testing.assert_allclose(sol.tip[-1], system.tip(sol.x[-1, :24]), atol=1e-12)
     assert (out / "cdm-reach.png").stat().st_size > 10_000
 
 
