@@ -278,11 +278,13 @@ def _solve_cdm_reach(name: str, args: argparse.Namespace):
     return sol, params, error, "T", timing
 
 
-def _ddp(problem, us0, method: str, max_iters: int, bounds: dict):
-    """``solve_ddp`` compiled, then run: (result, wall time, compile time), its iteration log printed."""
+def _ddp(problem, us0, args: argparse.Namespace, bounds: dict, dt: float, point: Callable):
+    """``solve_ddp`` by ``args.method`` compiled, then run, its iteration log printed: (the
+    :class:`~jaxse3.optim.Solution` with ``point(x)`` as its tip, the distance of the last point to ``args.target``, a
+    timing line)."""
     from jaxse3.optim import solve_ddp
 
-    solve = jax.jit(lambda us: solve_ddp(problem, us, method=method, max_iters=max_iters, **bounds))
+    solve = jax.jit(lambda us: solve_ddp(problem, us, method=args.method, max_iters=args.max_iters, **bounds))
     t0 = time.perf_counter()
     compiled = solve.lower(us0).compile()
     compile_s = time.perf_counter() - t0
@@ -290,7 +292,10 @@ def _ddp(problem, us0, method: str, max_iters: int, bounds: dict):
     result = jax.block_until_ready(compiled(us0))
     wall = time.perf_counter() - t0
     print(result.log())
-    return result, wall, compile_s
+    tip = jax.vmap(point)(result.xs)
+    sol = result.to_solution(dt, tip, {"wall_s": wall, "compile_s": compile_s, "method": args.method})
+    error = float(np.linalg.norm(np.asarray(tip[-1]) - np.asarray(args.target)))
+    return sol, error, f"{wall:.2f} s (compilation apart: {compile_s:.1f} s)"
 
 
 def _solve_cdm_reach_steps(name: str, args: argparse.Namespace):
@@ -304,13 +309,10 @@ def _solve_cdm_reach_steps(name: str, args: argparse.Namespace):
         f"of {1e3 * dt:g} ms; {args.method.upper()} (box constraints) from zero tensions",
         flush=True,
     )
-    result, wall, compile_s = _ddp(problem, us0, args.method, args.max_iters, bounds)
     system = scenarios.cdm_system()
-    tip = jax.vmap(lambda x: system.tip(x[: system.n_dof]))(result.xs)
-    sol = result.to_solution(dt, tip, {"wall_s": wall, "compile_s": compile_s, "method": args.method})
-    error = float(np.linalg.norm(np.asarray(tip[-1]) - np.asarray(args.target)))
+    sol, error, timing = _ddp(problem, us0, args, bounds, dt, lambda x: system.tip(x[: system.n_dof]))
     params = {"target": list(args.target), "t_final": args.t_final, "method": args.method, "dt": dt}
-    return sol, params, error, "T", f"{wall:.2f} s (compilation apart: {compile_s:.1f} s)"
+    return sol, params, error, "T", timing
 
 
 def _solve_arm_reach(name: str, args: argparse.Namespace):
@@ -327,11 +329,9 @@ def _solve_arm_reach(name: str, args: argparse.Namespace):
         f"{' with the URDF effort limits' if args.effort_limits else ''}, from gravity compensation",
         flush=True,
     )
-    result, wall, compile_s = _ddp(problem, us0, args.method, args.max_iters, bounds)
     model = scenarios.talos_arm()
     body = model.names.index(arm["frame"])
-    tip = jax.vmap(lambda x: rigid.forward_kinematics(model, x[: model.nq])[body, :3, 3])(result.xs)
-    sol = result.to_solution(0.01, tip, {"wall_s": wall, "compile_s": compile_s, "method": args.method})
-    error = float(np.linalg.norm(np.asarray(tip[-1]) - np.asarray(args.target)))
+    point = lambda x: rigid.forward_kinematics(model, x[: model.nq])[body, :3, 3]
+    sol, error, timing = _ddp(problem, us0, args, bounds, 0.01, point)
     params = {"target": list(args.target), "method": args.method, "effort_limits": bool(args.effort_limits)}
-    return sol, params, error, "τ", f"{wall:.2f} s (compilation apart: {compile_s:.1f} s)"
+    return sol, params, error, "τ", timing

@@ -25,9 +25,10 @@ update reduces the residual by less than the factor ``rate`` (:func:`~jaxse3.int
 a mass-dominated J (small h, e.g. a soft rod), most steps cost a few residuals and no Jacobian. Iterations and
 Jacobian evaluations are counted in the solver state (:func:`jaxse3.integrate.newton_statistics` reads them); a step
 that does not converge within ``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises
-(or reports it with ``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by Newton
-(when it does not converge, q̈_0 is NaN and the first step fails with a result code, so that ``throw=False``
-reports the failure instead of raising).
+(or reports it with ``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by a chord
+iteration with ∂r/∂q̈ at q̈ = 0 (one update for the residuals of mechanics, linear in q̈), whose partials also give
+the first iteration matrix of ``iteration="modified"`` (when it does not converge, q̈_0 is NaN and the first step
+fails with a result code, so that ``throw=False`` reports the failure instead of raising).
 
 **Block systems.** ``q`` may also be a stack ``(B, n)`` of B independent systems on one time grid (e.g. a batch of
 rods): the residual maps ``(B, n)`` arrays to ``(B, n)``, the term's ``jacobian`` (required then) returns blocks
