@@ -14,8 +14,9 @@ Two process-wide measures keep a long test run healthy:
 And one measure keeps it short: compilation is most of the suite's time, and tests check values, not speed, so every
 program the tests compile (in this process and in the subprocesses it starts) skips XLA's expensive CPU optimisations
 (``FAST_COMPILE``, passed as ``XLA_FLAGS``; 40 % off the compile-bound tests). The program and its arithmetic are the
-same; only fusion and LLVM's optimisation passes differ, so results agree to round-off. The README's main job, the
-notebooks and the benchmarks run with XLA's defaults. ``JAXSE3_TEST_XLA_DEFAULTS=1`` runs the tests with them too.
+same; only fusion and LLVM's optimisation passes differ, so results agree to round-off. CI executes the notebooks
+with the same flags (``.ci/run``); the README's main job and the benchmarks run with XLA's defaults.
+``JAXSE3_TEST_XLA_DEFAULTS=1`` runs the tests with them too.
 """
 
 import gc

@@ -20,7 +20,6 @@ import scipy.linalg
 from jaxse3.integrate.group_state import LieODETerm, SE3Element, SO3Element
 from jaxse3.integrate.rkmk import RKMK, RKMK4, LieEuler, RKMKBosh3, RKMKDopri5, RKMKHeun
 from jaxse3.integrate.tableaux import ButcherTableau
-from tests.conftest import FAST_COMPILE
 
 T = 2.0
 X0 = np.array([0.3, -0.2, 0.1, 1.0, 2.0, 3.0])
@@ -343,12 +342,12 @@ def central_fd(fn, x, eps=1e-6):
 
 @functools.cache
 def loss_derivatives():
-    """Compiled once for both cases (FAST_COMPILE): (value, (∂ξ, ∂p)) by reverse mode, and ∂ξ by forward mode; the
+    """Compiled once for both cases: (value, (∂ξ, ∂p)) by reverse mode, and ∂ξ by forward mode; the
     finite differences take the values of the first."""
     args = (jnp.zeros(6), jnp.asarray(1.0))
     value_and_grad = jax.value_and_grad(loss, argnums=(0, 1))
     jacfwd = jax.jacfwd(lambda x, p: loss(x, p, adjoint=diffrax.ForwardMode()))
-    return tuple(jax.jit(f).lower(*args).compile(FAST_COMPILE) for f in (value_and_grad, jacfwd))
+    return tuple(jax.jit(f).lower(*args).compile() for f in (value_and_grad, jacfwd))
 
 
 @pytest.mark.parametrize("p", [1.0, 0.0], ids=["p=1", "p=0 (all increments zero)"])

@@ -16,8 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tests.conftest import FAST_COMPILE
-
 
 def _central(pos, neg, eps):
     """(pos − neg) / 2ε leaf by leaf, ``inf − inf`` taken as 0 (jax.test_util.numerical_jvp)."""
@@ -95,7 +93,7 @@ class CompiledGradCheck:
             self.labels = [label for label, _, _ in checks]
             return [(got, want) for _, got, want in checks]
 
-        self._compiled = jax.jit(run).lower(*example).compile(FAST_COMPILE)
+        self._compiled = jax.jit(run).lower(*example).compile()
 
     def __call__(self, X: jnp.ndarray, *params) -> None:
         for label, (got, want) in zip(self.labels, self._compiled(X, *params), strict=True):

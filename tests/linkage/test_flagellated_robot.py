@@ -11,7 +11,6 @@ import pytest
 from jaxse3 import linkage as lk, sim
 from jaxse3.linkage._rules import _fd_plain
 from jaxse3.sim import scenarios
-from tests.conftest import FAST_COMPILE
 
 ROBOT = scenarios.flagellated_robot_linkage()
 
@@ -34,7 +33,7 @@ def test_flagellated_robot_forward_dynamics_jacobians():
     k = jax.random.split(jax.random.PRNGKey(3), 2)
     q, qd = 0.2 * jax.random.normal(k[0], (80,)), 0.5 * jax.random.normal(k[1], (80,))
     u = jnp.asarray(scenarios.FLAGELLATED_TORQUES)
-    compiled = lambda f: jax.jit(f).lower(q, qd).compile(FAST_COMPILE)  # values, not speed, are tested here
+    compiled = lambda f: jax.jit(f).lower(q, qd).compile()
     fd = compiled(lambda q, qd: lk.forward_dynamics(ROBOT, q, qd, u))
     Jq, Jqd, _ = compiled(lambda q, qd: lk.forward_dynamics_jacobians(ROBOT, q, qd, u))(q, qd)
     plain = compiled(jax.jacfwd(lambda q, qd: _fd_plain(ROBOT, q, qd, u), argnums=(0, 1)))(q, qd)

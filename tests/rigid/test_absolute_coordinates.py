@@ -30,7 +30,6 @@ from jaxse3.rigid.absolute import (
     heavy_top,
 )
 from jaxse3.sim import Trajectory, simulate_multibody
-from tests.conftest import FAST_COMPILE
 
 
 def _skew(w):
@@ -227,7 +226,7 @@ STEPS = (2e-3, 1e-3)
 
 
 def _compile(fn, *args):
-    return jax.jit(fn).lower(*args).compile(FAST_COMPILE)
+    return jax.jit(fn).lower(*args).compile()
 
 
 @functools.cache

@@ -14,7 +14,6 @@ import pytest
 
 from jaxse3 import rigid
 from jaxse3.rigid._rules import _rnea_differentiable
-from tests.conftest import FAST_COMPILE
 from tests.rigid import conftest
 
 ERRORS = Exception  # the type depends on eager/jit and the backend; the messages are matched
@@ -53,7 +52,7 @@ def _state():
 
 def _compiled(f, *args):
     """``jax.jit(f)`` compiled for ``args`` with XLA's cheap CPU options (these tests check values, not speed)."""
-    return jax.jit(f).lower(*args).compile(FAST_COMPILE)
+    return jax.jit(f).lower(*args).compile()
 
 
 def _quaternion(m, joint):

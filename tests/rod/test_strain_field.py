@@ -18,7 +18,6 @@ import pytest
 
 from jaxse3.lie.rules import RULE_CALLS
 from jaxse3.rod import strain_field as sf
-from tests.conftest import FAST_COMPILE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -77,14 +76,14 @@ def points_with_zero_rotation():
 
 
 def _fast(f, *args):
-    """f(*args) compiled with FAST_COMPILE (compilation dominates these tests)."""
-    return jax.jit(f).lower(*args).compile(FAST_COMPILE)(*args)
+    """f(*args) compiled once (compilation dominates these tests)."""
+    return jax.jit(f).lower(*args).compile()(*args)
 
 
 @functools.cache
 def _density_derivs():
     """Closed forms, and jax.grad/jax.hessian through the custom_jvp rules, of V̄ in (X, X′), vmapped, compiled
-    (FAST_COMPILE) for the points of points_with_zero_rotation."""
+    for the points of points_with_zero_rotation."""
 
     def one(X, dX, K, chi0):
         z = jnp.concatenate([X, dX])
@@ -103,7 +102,7 @@ def _density_derivs():
         return f(z), jax.grad(f)(z), jax.hessian(f)(z)
 
     example = (*points_with_zero_rotation(), K_TEST, CHI0_TEST)
-    return tuple(jax.jit(jax.vmap(f, (0, 0, None, None))).lower(*example).compile(FAST_COMPILE) for f in (one, plain))
+    return tuple(jax.jit(jax.vmap(f, (0, 0, None, None))).lower(*example).compile() for f in (one, plain))
 
 
 def test_energy_density_derivatives_against_plain_autodiff():

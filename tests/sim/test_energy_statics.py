@@ -18,7 +18,6 @@ from scipy.optimize import fsolve
 
 from jaxse3.rod import strain_field as sf
 from jaxse3.sim import energy_statics as es
-from tests.conftest import FAST_COMPILE
 
 # the seed 000 §7 rubber rod (N, mm): 8 × 8 mm², L = 100 mm, E = 10 MPa, G = 0.3 MPa as printed
 L, E, G, A, I = 100.0, 10.0, 0.3, 64.0, 8.0**4 / 12.0
@@ -59,7 +58,7 @@ def newton(tol=1e-12):
 
 @functools.cache
 def solve():
-    """One compiled solver (FAST_COMPILE) for every load case: the arrays of rod, loads and tolerances are arguments."""
+    """One compiled solver for every load case: the arrays of rod, loads and tolerances are arguments."""
     arrays, static = eqx.partition((rod(), es.RodLoads(), newton()), eqx.is_array)
 
     def run(arrays):
@@ -67,7 +66,7 @@ def solve():
         res = es.solve_statics(rod_, loads, solver=solver)
         return res, sf.positions(rod_, res.value, jnp.ones(()))
 
-    compiled = jax.jit(run).lower(arrays).compile(FAST_COMPILE)
+    compiled = jax.jit(run).lower(arrays).compile()
     return lambda *args: compiled(eqx.partition(args, eqx.is_array)[0])
 
 
