@@ -17,7 +17,9 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    in 2. (paper: ode15s + analytic 1.17 s; Newmark h = 10 ms 60.91 s), with the body's displacement and rotation.
 5. A rigid-only linkage against jaxse3.rigid on the same robots (``--robots``, default HyQ (floating base) and UR5
    from example-robot-data if installed, else a random floating tree): inverse dynamics and its first-order
-   derivatives (tangent space for the floating base), batched per state.
+   derivatives (tangent space for the floating base), batched per state — the public linkage functions (which run
+   jaxse3.rigid on a rigid-only linkage) and the linkage's own tree recursions (what the rigid links of a hybrid
+   linkage run).
 
     python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
         [--skip serial flagellated jacobians simulations statics rigid]
@@ -151,17 +153,21 @@ def rigid_table(robot, batch, seed=0):
     k = jax.random.split(jax.random.PRNGKey(seed), 3)
     q = jax.vmap(lambda key: rigid.random_configuration(model, key))(jax.random.split(k[0], batch))
     v, a = (jax.random.normal(key, (batch, model.nv)) for key in k[1:])
-    cases = {
-        "rigid.rnea": jax.vmap(lambda q, v, a: rigid.rnea(model, q, v, a)),
-        "linkage.inverse_dynamics": jax.vmap(lambda q, v, a: lk.inverse_dynamics(linkage, q, v, a)),
-        "rigid.rnea_derivatives": jax.vmap(lambda q, v, a: rigid.rnea_derivatives(model, q, v, a)[:2]),
-        "linkage ID derivatives": jax.vmap(lambda q, v, a: lk.inverse_dynamics_derivatives(linkage, q, v, a)[1:3]),
-    }
-    tms = time_group([(f, (q, v, a)) for f in cases.values()], repeats=7)
+    # (label, function, index of the jaxse3.rigid row it is compared with); the public linkage functions run
+    # jaxse3.rigid on a rigid-only linkage, the tree recursions are what the rigid links of a hybrid linkage run
+    cases = [
+        ("rigid.rnea", lambda q, v, a: rigid.rnea(model, q, v, a), 0),
+        ("linkage.inverse_dynamics", lambda q, v, a: lk.inverse_dynamics(linkage, q, v, a), 0),
+        ("  tree recursion (plain)", lambda q, v, a: lk.inverse_dynamics_autodiff(linkage, q, v, a), 0),
+        ("rigid.rnea_derivatives", lambda q, v, a: rigid.rnea_derivatives(model, q, v, a)[:2], 3),
+        ("linkage ID derivatives", lambda q, v, a: lk.inverse_dynamics_derivatives(linkage, q, v, a)[1:3], 3),
+        ("  tree recursion (derivs)", lambda q, v, a: lk.tree_derivatives(linkage, q, v, a)[1:3], 3),
+    ]
+    tms = time_group([(jax.vmap(f), (q, v, a)) for _, f, _ in cases], repeats=7)
     print(f"\n[rigid-only linkage vs jaxse3.rigid] {robot} ({model.nv} DoF), batch {batch} random states (vmap)")
     print(f"{'case':28s} {'per state':>10s} {'linkage/rigid':>14s} {'max |Δ|':>9s} {'compile':>8s}")
-    for i, (label, _) in enumerate(cases.items()):
-        base = tms[i - i % 2]
+    for i, (label, _, b) in enumerate(cases):
+        base = tms[b]
         delta = max(float(jnp.abs(x - y).max()) for x, y in zip(jax.tree.leaves(tms[i].out), jax.tree.leaves(base.out)))
         print(
             f"{label:28s} {fmt_time(tms[i].median_s / batch):>10s} {tms[i].median_s / base.median_s:14.2f} "

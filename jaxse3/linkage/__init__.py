@@ -10,7 +10,8 @@ Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules, each impo
 ``_model`` (:class:`Link`, :class:`Linkage`); ``_dynamics`` (the forward pass over the links' computational points,
 the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, generalised forces); ``_derivatives`` (the
 recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward pass); ``_rules``
-(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD);
+(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD;
+a linkage of rigid links alone runs on :mod:`jaxse3.rigid` through :meth:`Linkage.to_rigid`);
 ``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
 rule, the residual, the prescribed joints' efforts); ``_files`` (linkages from TOML files, :func:`from_toml`).
 """
@@ -21,7 +22,7 @@ from ._control import (
     controlled_forward_dynamics as controlled_forward_dynamics,
     controlled_residual as controlled_residual,
 )
-from ._derivatives import IDDerivatives as IDDerivatives, inverse_dynamics_derivatives as inverse_dynamics_derivatives
+from ._derivatives import IDDerivatives as IDDerivatives, tree_derivatives as tree_derivatives
 from ._dynamics import (
     PointStates as PointStates,
     forward_kinematics as forward_kinematics,
@@ -46,6 +47,7 @@ from ._rules import (
     forward_dynamics_jacobians as forward_dynamics_jacobians,
     generalized_forces_derivatives as generalized_forces_derivatives,
     inverse_dynamics as inverse_dynamics,
+    inverse_dynamics_derivatives as inverse_dynamics_derivatives,
 )
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "inverse_dynamics",
     "inverse_dynamics_autodiff",
     "inverse_dynamics_derivatives",
+    "tree_derivatives",
     "IDDerivatives",
     "mass_matrix",
     "generalized_forces",

@@ -32,10 +32,10 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
-from jaxse3.linkage._derivatives import covered, inverse_dynamics_derivatives
+from jaxse3.linkage._derivatives import covered
 from jaxse3.linkage._dynamics import generalized_forces, inverse_dynamics_and_mass
 from jaxse3.linkage._model import Linkage
-from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics
+from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics, inverse_dynamics_derivatives
 
 __all__ = ["JointControl", "controlled_forward_dynamics", "controlled_efforts", "controlled_residual"]
 

@@ -63,7 +63,7 @@ from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, poi
 from jaxse3.rod import kinematics as rod_kinematics
 from jaxse3.rod.model import Rod
 
-__all__ = ["covered", "inverse_dynamics_derivatives", "IDDerivatives"]
+__all__ = ["covered", "tree_derivatives", "IDDerivatives"]
 
 
 class IDDerivatives(NamedTuple):
@@ -142,7 +142,7 @@ class Points(NamedTuple):
 def covered(linkage: Linkage) -> bool:
     """Whether the ``custom_jvp`` rules apply to ``linkage``: no spherical or free joint in quaternion coordinates,
     which JAX differentiates in coordinates (nq ≠ nv) while the analytical derivatives are in the tangent space
-    (:func:`inverse_dynamics_derivatives` covers them). Joints in exponential coordinates are covered."""
+    (:func:`tree_derivatives` covers them). Joints in exponential coordinates are covered."""
     return not any(link.quaternion for link in linkage.links)
 
 
@@ -292,13 +292,15 @@ def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
     return jnp.sum(jax.vmap(one)(Om, Z, FC, rod.Phi_c, rod.h), axis=0)
 
 
-def inverse_dynamics_derivatives(
+def tree_derivatives(
     linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
 ) -> IDDerivatives:
     """ID(q, q̇, q̈), ∂ID/∂q, ∂ID/∂q̇ and M = ∂ID/∂q̈ in one forward and one backward pass over the tree (seed 003
-    eqs. (14), (21), (27), (32), (39)–(42); module docstring). For spherical and free joints ∂/∂q is in the tangent
-    space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of :mod:`jaxse3.rigid`): nv columns."""
-    args = check_state("inverse_dynamics_derivatives", linkage, q=q, qd=qd, qdd=qdd)
+    eqs. (14), (21), (27), (32), (39)–(42); module docstring), for any linkage (the public
+    :func:`~jaxse3.linkage.inverse_dynamics_derivatives` runs :mod:`jaxse3.rigid` on rigid-only ones). For spherical
+    and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of
+    :mod:`jaxse3.rigid`): nv columns."""
+    args = check_state("tree_derivatives", linkage, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (args[k] for k in ("q", "qd", "qdd"))
     nv, dtype = linkage.nv, jnp.result_type(q, qd, qdd, linkage.gravity.dtype)
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])

@@ -42,7 +42,7 @@ import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxse3 import rigid
+from jaxse3 import rigid, se3
 from jaxse3.rod import Rod
 
 __all__ = [
@@ -481,6 +481,63 @@ class Linkage(eqx.Module):
             for i, (name, p, jtype) in enumerate(zip(model.names, model.parents, model.joint_types))
         ]
         return cls(links, model.gravity, model.armature)
+
+    @property
+    def rigid_obstacle(self) -> str | None:
+        """Why :meth:`to_rigid` cannot express this linkage (the first link or field that prevents it), or None when
+        it can: every link rigid with a joint of :mod:`jaxse3.rigid.joints` in its own coordinates (or fixed), at least
+        one that moves, no fluid and no point loads."""
+        for link in self.links:
+            if link.joint == "soft":
+                return f"link {link.name!r} is soft"
+            if link.exponential or link.joint not in ("fixed", *rigid.joints.JOINT_TYPES):
+                return f"link {link.name!r} has a {link.joint} joint in {link.coordinates} coordinates"
+        if self.nv == 0:
+            return "no link moves"
+        if self.fluid is not None:
+            return "it moves in a fluid"
+        if self.loads:
+            return "it carries point loads"
+        return None
+
+    def to_rigid(self) -> rigid.Model:
+        """The :class:`jaxse3.rigid.Model` of a linkage of rigid links, the inverse of :meth:`from_rigid`, with the same
+        q, q̇ and τ layout, gravity and armature. A fixed link is merged into the body it hangs from (its inertia moved
+        to that body's frame, 𝓜 ← Ad⁻¹_Pᵀ 𝓜 Ad⁻¹_P with P its pose there; its children's placements composed with P),
+        or into the world for a fixed root. Raises ``ValueError`` saying what prevents it (:attr:`rigid_obstacle`)."""
+        obstacle = self.rigid_obstacle
+        if obstacle is not None:
+            raise ValueError(f"Linkage.to_rigid: not a rigid tree of jaxse3.rigid's joints: {obstacle}")
+        host: list[int] = []  # each link's body in the model (-1: the world)
+        pose: list[Array] = []  # the pose of each link's frame in its host's frame
+        parents, types, names, placements, axes, inertias = [], [], [], [], [], []
+        for link, p in zip(self.links, self.parents):
+            above, P = (-1, link.placement) if p < 0 else (host[p], pose[p] @ link.placement)
+            if link.joint == "fixed":
+                host.append(above)
+                pose.append(P)
+                if above >= 0:
+                    Ai = se3.Ad_inv(P)
+                    inertias[above] = inertias[above] + Ai.T @ link.body @ Ai
+                continue
+            host.append(len(names))
+            pose.append(jnp.eye(4, dtype=P.dtype))
+            parents.append(above)
+            types.append(link.joint)
+            names.append(link.name)
+            placements.append(P)
+            axes.append(link.axis)
+            inertias.append(link.body)
+        return rigid.Model(
+            parents,
+            types,
+            jnp.stack(placements),
+            jnp.stack(axes),
+            jnp.stack(inertias),
+            self.gravity,
+            names,
+            self.armature,
+        )
 
     @classmethod
     def from_rod(cls, rod: Rod, name: str = "rod") -> Linkage:

@@ -1,12 +1,18 @@
 """A linkage's inverse and forward dynamics with their analytical derivatives as ``custom_jvp`` rules.
 
-* ID(q, q̇, q̈) (:func:`inverse_dynamics`): the rule runs :func:`~jaxse3.linkage.inverse_dynamics_derivatives`
-  (seed 003 eqs. (21), (27), (32) on the tree, (39)–(42)).
+* ID(q, q̇, q̈) (:func:`inverse_dynamics`): the rule runs the recursions of :mod:`jaxse3.linkage._derivatives`
+  (:func:`inverse_dynamics_derivatives`; seed 003 eqs. (21), (27), (32) on the tree, (39)–(42)).
 * τ(q, q̇, u) (:func:`~jaxse3.linkage.generalized_forces`) and its Jacobians (:func:`generalized_forces_derivatives`):
   block by block, each rod's (D63, eq. (36)), each actuated joint's identity in u.
 * FD(q, q̇, u) = M⁻¹(τ − ID(q, q̇, 0)) (eq. (4), :func:`forward_dynamics`) with ∂FD/∂q = M⁻¹(∂τ/∂q − ∂ID/∂q) (7),
   ∂FD/∂q̇ = M⁻¹(∂τ/∂q̇ − ∂ID/∂q̇) (9), ID's derivatives at q̈ = FD, and ∂FD/∂u = M⁻¹ ∂τ/∂u
   (:func:`forward_dynamics_jacobians`).
+
+A linkage of rigid links alone (:attr:`~jaxse3.linkage.Linkage.rigid_obstacle` is None, e.g. a robot from URDF) runs on
+:mod:`jaxse3.rigid` instead (:meth:`~jaxse3.linkage.Linkage.to_rigid`): RNEA, IDSVA and the CRBA forward dynamics with
+their own rules, vectorised over bodies, where the recursions here go link by link (the same values: tested). Its
+spherical and free joints in quaternions are then differentiated analytically too (tangent space, as
+:mod:`jaxse3.rigid`).
 
 The rules are registered through :func:`jaxse3.lie.tangents.custom_rule` (counted in its ``RULE_CALLS`` under
 "linkage.inverse_dynamics" and "linkage.forward_dynamics"). Tangents along the model's parameters fall back to
@@ -20,9 +26,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxse3 import rod as rods
+from jaxse3 import rigid, rod as rods
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
-from jaxse3.linkage._derivatives import covered, inverse_dynamics_derivatives
+from jaxse3.linkage._derivatives import IDDerivatives, covered, tree_derivatives
 from jaxse3.linkage._dynamics import (
     check_state,
     generalized_forces,
@@ -33,6 +39,7 @@ from jaxse3.linkage._model import Linkage
 
 __all__ = [
     "inverse_dynamics",
+    "inverse_dynamics_derivatives",
     "generalized_forces_derivatives",
     "forward_dynamics",
     "forward_dynamics_jacobians",
@@ -42,7 +49,7 @@ __all__ = [
 def _id_jvp(primals, tangents):
     linkage, q, qd, qdd = primals
     _, dq, dqd, dqdd = tangents
-    r = inverse_dynamics_derivatives(linkage, q, qd, qdd)
+    r = tree_derivatives(linkage, q, qd, qdd)
     rest = jvp_of_rest(inverse_dynamics_autodiff, primals, tangents, analytic=(1, 2, 3))
     return r.tau, accumulate(r.tau, [(r.dq, dq), (r.dqd, dqd), (r.M, dqdd)], rest)
 
@@ -57,8 +64,25 @@ def inverse_dynamics(
     (nv,); the generalised forces are :func:`~jaxse3.linkage.generalized_forces`. Its ``custom_jvp`` rule runs the
     analytical derivatives (eqs. (21), (27), (32), (39)–(42))."""
     args = check_state("inverse_dynamics", linkage, q=q, qd=qd, qdd=qdd)
+    if linkage.rigid_obstacle is None:
+        return rigid.rnea(linkage.to_rigid(), args["q"], args["qd"], args["qdd"])
     fn = _id if covered(linkage) else inverse_dynamics_autodiff
     return fn(linkage, args["q"], args["qd"], args["qdd"])
+
+
+def inverse_dynamics_derivatives(
+    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+) -> IDDerivatives:
+    """ID(q, q̇, q̈), ∂ID/∂q, ∂ID/∂q̇ and M = ∂ID/∂q̈ (seed 003 eqs. (14), (21), (27), (32), (39)–(42)): one forward and
+    one backward pass over the tree (:mod:`jaxse3.linkage._derivatives`), or RNEA and IDSVA for a linkage of rigid
+    links alone (module docstring). For spherical and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at
+    fixed body velocities (the convention of :mod:`jaxse3.rigid`, :func:`~jaxse3.linkage.integrate`): nv columns."""
+    args = check_state("inverse_dynamics_derivatives", linkage, q=q, qd=qd, qdd=qdd)
+    q, qd, qdd = args["q"], args["qd"], args["qdd"]
+    if linkage.rigid_obstacle is None:
+        model = linkage.to_rigid()
+        return IDDerivatives(rigid.rnea(model, q, qd, qdd), *rigid.rnea_derivatives(model, q, qd, qdd))
+    return tree_derivatives(linkage, q, qd, qdd)
 
 
 def generalized_forces_derivatives(
@@ -96,7 +120,7 @@ def _fd_plain(linkage, q, qd, u):
 
 def _fd_jacobians(linkage, q, qd, u):
     qdd, chol = _fd_parts(linkage, q, qd, u)
-    r = inverse_dynamics_derivatives(linkage, q, qd, qdd)  # at q̈ = FD
+    r = tree_derivatives(linkage, q, qd, qdd)  # at q̈ = FD
     Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
     solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
     return qdd, solve(Tq - r.dq), solve(Tqd - r.dqd), solve(Tu)
@@ -119,8 +143,11 @@ def forward_dynamics(
     """q̈ = FD(q, q̇, u) = M(q)⁻¹(τ(q, q̇, u) − ID(q, q̇, 0)) (seed 003 eq. (4)), (nv,). Its ``custom_jvp`` rule runs the
     analytical Jacobians (eqs. (7), (9); :func:`forward_dynamics_jacobians`)."""
     args = check_state("forward_dynamics", linkage, q=q, qd=qd, u=u)
+    q, qd, u = args["q"], args["qd"], args["u"]
+    if linkage.rigid_obstacle is None:
+        return rigid.forward_dynamics(linkage.to_rigid(), q, qd, generalized_forces(linkage, q, qd, u))
     fn = _fd if covered(linkage) else _fd_plain
-    return fn(linkage, args["q"], args["qd"], args["u"])
+    return fn(linkage, q, qd, u)
 
 
 def forward_dynamics_jacobians(
@@ -128,9 +155,14 @@ def forward_dynamics_jacobians(
 ) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv n_inputs"]]:
     """(∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u) (seed 003 eqs. (7), (9)): one forward dynamics, one derivative pass at q̈ = FD."""
     args = check_state("forward_dynamics_jacobians", linkage, q=q, qd=qd, u=u)
+    q, qd, u = args["q"], args["qd"], args["u"]
+    if linkage.rigid_obstacle is None:  # tangent-space ∂/∂q for quaternion joints, as jaxse3.rigid
+        tau = generalized_forces(linkage, q, qd, u)
+        Jq, Jqd, Minv = rigid.forward_dynamics_derivatives(linkage.to_rigid(), q, qd, tau)
+        return Jq, Jqd, Minv @ generalized_forces_derivatives(linkage, q, qd, u)[2]
     if not covered(linkage):
         raise ValueError(
             "forward_dynamics_jacobians: the analytical derivatives do not cover spherical or free joints yet; "
             "differentiate jaxse3.linkage.forward_dynamics with jax.jacfwd"
         )
-    return _fd_jacobians(linkage, args["q"], args["qd"], args["u"])[1:]
+    return _fd_jacobians(linkage, q, qd, u)[1:]

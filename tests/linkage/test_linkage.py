@@ -17,6 +17,7 @@ import pytest
 
 from jaxse3 import linkage as lk, rigid, rod, se3
 from jaxse3.lie.tangents import RULE_CALLS
+from jaxse3.linkage._dynamics import inverse_dynamics_and_mass
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
 
@@ -91,8 +92,9 @@ def _random_state(linkage, seed, scale=0.6):
 
 
 def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree():
-    """Free base, prismatic, helical, spherical and revolute joints, armature: τ, M, ∂τ/∂q and ∂τ/∂q̇ equal
-    jaxse3.rigid's (RNEA, CRBA, IDSVA)."""
+    """Free base, prismatic, helical, spherical and revolute joints, armature: the linkage's own recursions (the plain
+    pass and the derivative pass, which hybrid linkages run) give τ, M, ∂τ/∂q and ∂τ/∂q̇ equal to jaxse3.rigid's (RNEA,
+    CRBA, IDSVA)."""
     types = ("free", "prismatic", "helical", "spherical", "revolute", "revolute", "revolute")
     model = rigid.auto_tree(7, bf=1.5, joint_types=types, floating_base=True, seed=1)
     model = model.with_armature(np.linspace(0.0, 0.1, model.nv))
@@ -100,9 +102,9 @@ def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree(
     assert (linkage.nq, linkage.nv, linkage.n_inputs) == (model.nq, model.nv, 5)  # the 1-DoF joints are actuated
     fn = jax.jit(
         lambda q, v, a: (
-            lk.inverse_dynamics(linkage, q, v, a),
+            lk.inverse_dynamics_autodiff(linkage, q, v, a),
             lk.mass_matrix(linkage, q),
-            lk.inverse_dynamics_derivatives(linkage, q, v, a),
+            lk.tree_derivatives(linkage, q, v, a),
         )
     )
     for seed in range(3):
@@ -116,6 +118,69 @@ def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree(
         np.testing.assert_allclose(r.dq, dq, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(r.dqd, dv, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(r.tau, tau, rtol=1e-12, atol=1e-11)
+
+
+def test_a_rigid_only_linkage_runs_on_jaxse3_rigid():
+    """A rigid tree with a fixed root (welded off the world origin), a fixed tool link mid-chain carrying mass and a
+    child, and a spherical joint in quaternions: ``to_rigid`` merges the fixed links, and the public ID, its
+    derivatives, FD and FD's Jacobians run jaxse3.rigid's rules and equal the linkage's own recursions (the plain pass
+    and the derivative pass); FD's Jacobians equal central differences in the tangent space (``lk.integrate``)."""
+    body = lambda m, c: rigid.spatial_inertia(m, c, np.diag([2e-3, 3e-3, 1.5e-3]) * m)
+    links = [
+        lk.Link.rigid("stand", None, "fixed", body(5.0, (0, 0, 0.1)), _pose(_rot((1, 0, 0), 0.3), (0.1, 0, 0.2))),
+        lk.Link.rigid("shoulder", "stand", "revolute", body(1.2, (0.02, 0.01, 0.1)), axis=(0, 0, 1, 0, 0, 0)),
+        lk.Link.rigid("tool", "shoulder", "fixed", body(0.4, (0.05, 0, 0)), _pose(_rot((0, 1, 0), 0.5), (0, 0, 0.2))),
+        lk.Link.rigid("slide", "tool", "prismatic", body(0.3, (0, 0.02, 0)), _pose(p=(0.1, 0, 0)), (0, 0, 0, 1, 0, 0)),
+        lk.Link.rigid("wrist", "slide", "spherical", body(0.2, (0, 0, 0.03)), _pose(p=(0, 0, 0.05))),
+    ]
+    linkage = lk.Linkage(links, gravity=(0.3, -0.2, -9.81), armature=np.array([0.01, 0.02, 0.0, 0.0, 0.0]))
+    assert linkage.rigid_obstacle is None
+    model = linkage.to_rigid()
+    assert model.names == ("shoulder", "slide", "wrist") and (model.nq, model.nv) == (linkage.nq, linkage.nv)
+    k = jax.random.split(jax.random.PRNGKey(13), 4)
+    q = lk.integrate(linkage, jnp.array([0.3, 0.05, 1.0, 0, 0, 0]), jax.random.normal(k[0], (5,)))
+    v, a, u = jax.random.normal(k[1], (5,)), jax.random.normal(k[2], (5,)), jax.random.normal(k[3], (2,))
+
+    def both(q, v, a, u):
+        bias, M = inverse_dynamics_and_mass(linkage, q, v)
+        fd = jnp.linalg.solve(M, lk.generalized_forces(linkage, q, v, u) - bias)
+        public = (lk.inverse_dynamics(linkage, q, v, a), lk.inverse_dynamics_derivatives(linkage, q, v, a))
+        return public, (lk.inverse_dynamics_autodiff(linkage, q, v, a), lk.tree_derivatives(linkage, q, v, a)), fd
+
+    before = RULE_CALLS["rigid.rnea"], RULE_CALLS["rigid.forward_dynamics"]
+    (tau, r), (tau_tree, r_tree), fd_tree = jax.jit(both)(q, v, a, u)
+    np.testing.assert_allclose(tau, tau_tree, rtol=1e-12, atol=1e-12)
+    for got, want in zip(r, r_tree):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11 * np.abs(want).max())
+    fd = jax.jit(lambda q, v, u: lk.forward_dynamics(linkage, q, v, u))
+    np.testing.assert_allclose(fd(q, v, u), fd_tree, rtol=1e-11, atol=1e-11)
+    Jq, Jv, Ju = jax.jit(lambda q, v, u: lk.forward_dynamics_jacobians(linkage, q, v, u))(q, v, u)
+    eps = 1e-6
+    central = lambda f, n: np.stack([f(e) - f(-e) for e in np.eye(n) * eps], axis=1) / (2 * eps)
+    np.testing.assert_allclose(Jq, central(lambda d: fd(lk.integrate(linkage, q, d), v, u), 5), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(Jv, central(lambda d: fd(q, v + d, u), 5), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(Ju, central(lambda d: fd(q, v, u + d), 2), rtol=1e-6, atol=1e-6)
+    jax.jacfwd(lambda v: lk.inverse_dynamics(linkage, q, v, a) + lk.forward_dynamics(linkage, q, v, u))(v)
+    assert RULE_CALLS["rigid.rnea"] > before[0] and RULE_CALLS["rigid.forward_dynamics"] > before[1]
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda m: m.attach(lk.Link.soft("rod", "shoulder", _rod(0.2))), "link 'rod' is soft"),
+        (lambda m: lk.Linkage(m.links, fluid=lk.Fluid()), "fluid"),
+        (lambda m: lk.Linkage(m.links, loads=[lk.PointLoad("shoulder", np.ones(6))]), "point loads"),
+        (
+            lambda m: m.attach(lk.Link.rigid("ball", "shoulder", "spherical", np.eye(6), coordinates="exponential")),
+            "link 'ball' has a spherical joint in exponential coordinates",
+        ),
+    ],
+)
+def test_what_keeps_a_linkage_off_jaxse3_rigid_is_named(change, match):
+    linkage = change(lk.Linkage([lk.Link.rigid("shoulder", None, "revolute", np.eye(6), axis=(0, 0, 1, 0, 0, 0))]))
+    assert match in linkage.rigid_obstacle
+    with pytest.raises(ValueError, match=r"Linkage\.to_rigid: not a rigid tree"):
+        linkage.to_rigid()
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +290,7 @@ def test_rigid_and_rod_derivatives_equal_their_packages():
     model = rigid.auto_tree(5, bf=1.5, joint_types=types, seed=2).with_armature(np.linspace(0.0, 0.1, 5))
     linkage = lk.Linkage.from_rigid(model)
     q, v, a = _random_state(linkage, 4, 1.0)
-    r = lk.inverse_dynamics_derivatives(linkage, q, v, a)
+    r = lk.tree_derivatives(linkage, q, v, a)  # the linkage's recursion (the public function runs jaxse3.rigid here)
     dq, dv = rigid.rnea_derivatives(model, q, v, a)[:2]
     np.testing.assert_allclose(r.dq, dq, rtol=1e-11, atol=1e-12)
     np.testing.assert_allclose(r.dqd, dv, rtol=1e-11, atol=1e-12)

@@ -1,6 +1,7 @@
 """HyQ from its URDF (example-robot-data, through :func:`jaxse3.rigid.from_urdf`) as a linkage: one vocabulary for rigid
-and soft. τ, M, ∂τ/∂q and ∂τ/∂q̇ (tangent space of the floating base) equal :mod:`jaxse3.rigid`'s (RNEA, CRBA, IDSVA)
-to round-off at a random state. Runs where the optional extra is installed (the comparison step of CI)."""
+and soft. The linkage's recursions give τ, M, ∂τ/∂q and ∂τ/∂q̇ (tangent space of the floating base) equal to
+:mod:`jaxse3.rigid`'s (RNEA, CRBA, IDSVA) to round-off at a random state. Runs where the optional extra is installed
+(the comparison step of CI)."""
 
 import jax
 import numpy as np
@@ -21,7 +22,7 @@ def test_hyq_from_urdf_as_a_linkage_equals_the_rigid_tree():
     k = jax.random.split(jax.random.PRNGKey(5), 3)
     q = rigid.random_configuration(model, k[0])
     v, a = (jax.random.normal(key, (model.nv,)) for key in k[1:])
-    r = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(linkage, q, v, a))(q, v, a)
+    r = jax.jit(lambda q, v, a: lk.tree_derivatives(linkage, q, v, a))(q, v, a)  # the linkage's own recursion
     tau = rigid.rnea(model, q, v, a)
     dq, dv = rigid.rnea_derivatives(model, q, v, a)[:2]
     scale = np.abs(tau).max()
