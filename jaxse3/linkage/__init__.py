@@ -13,9 +13,22 @@ recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one for
 (:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD;
 a linkage of rigid links alone runs on :mod:`jaxse3.rigid` through :meth:`Linkage.to_rigid`);
 ``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
-rule, the residual, the prescribed joints' efforts); ``_files`` (linkages from TOML files, :func:`from_toml`).
+rule, the residual, the prescribed joints' efforts); ``_closure`` (loop-closure constraints of closed chains, seed
+003 §5.2: :class:`Closure`, the error, constraint matrix, its rate and the Baumgarte-stabilised forward dynamics with
+the multipliers); ``_files`` (linkages from TOML files, :func:`from_toml`).
 """
 
+from ._closure import (
+    CLOSURE_KINDS as CLOSURE_KINDS,
+    Closure as Closure,
+    check_closures as check_closures,
+    closure_basis as closure_basis,
+    closure_bias as closure_bias,
+    closure_error as closure_error,
+    closure_error_jacobian as closure_error_jacobian,
+    closure_jacobian as closure_jacobian,
+    constrained_forward_dynamics as constrained_forward_dynamics,
+)
 from ._control import (
     JointControl as JointControl,
     controlled_efforts as controlled_efforts,
@@ -76,6 +89,15 @@ __all__ = [
     "controlled_forward_dynamics",
     "controlled_residual",
     "controlled_efforts",
+    "Closure",
+    "CLOSURE_KINDS",
+    "closure_basis",
+    "check_closures",
+    "closure_error",
+    "closure_jacobian",
+    "closure_error_jacobian",
+    "closure_bias",
+    "constrained_forward_dynamics",
     "from_toml",
     "read_toml",
     "STRAINS",
