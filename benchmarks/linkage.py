@@ -9,8 +9,8 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
 2. 10 s dynamics: Kvaerno5 with the analytic Jacobian (paper: ode15s + analytic 2.49 s), with the finite-difference
    Jacobian (paper: 7.08 s), Newmark-β h = 1 ms (paper: 231 s); wall and process CPU after compilation, steps, tip
    mismatch, compile (first call).
-3. Statics: ``--n-statics`` (1000) random joint-angle sets in [−π/4, π/4], batched; unknowns the soft coordinates
-   (paper: 6.3 ms per solve analytic, 49.9 ms finite differences).
+3. Statics: ``--n-statics`` (1000) random joint-angle sets in [−π/4, π/4], batched (one vmap, chunks of 8, one by
+   one); unknowns the soft coordinates (paper: 6.3 ms per solve analytic, 49.9 ms finite differences).
 4. Seed 003 §6.3's underwater flagellated robot (``jaxse3.sim.scenarios.flagellated_robot``: a floating body in
    exponential coordinates, two shafts at ±0.25 N·m, six tapered Kirchhoff flagella, in water; 80 DoF): the Jacobians
    of its forward dynamics as in 1. at a random state (paper: f.d. 216.4 ms vs analytic 11.9 ms), and 10 s dynamics as
@@ -132,14 +132,22 @@ def statics_table(system, n, seed=0):
     angles = np.random.default_rng(seed).uniform(-np.pi / 4, np.pi / 4, size=(n, len(control.known)))
     u = jnp.concatenate([jnp.asarray(angles), jnp.zeros((n, 2 * len(control.known) + len(control.known_inputs)))], 1)
     print(f"\n[serial robot] statics: {n} random joint-angle sets in [−π/4, π/4], batched (vmap), from q = 0")
-    head = f"{'Newton Jacobian':20s} {'per solve':>10s} {'CPU/solve':>10s} {'total':>8s} {'converged':>10s}"
-    print(f"{head} {'compile+1st':>12s}")
-    for label, jac in (("analytic", "analytic"), ("finite differences", "finite-difference")):
-        c = timed(lambda: solve_statics_batch(system, u, jacobian=jac, throw=False))[1]
-        sol, wall, cpu = timed(lambda: solve_statics_batch(system, u, jacobian=jac, throw=False))
+    head = f"{'Newton Jacobian':32s} {'per solve':>10s} {'CPU/solve':>10s} {'total':>8s} {'converged':>10s}"
+    print(f"{head} {'compile+1st':>12s} {'Newton it. mean/max':>20s}")
+    rows = [
+        ("analytic, one vmap", "analytic", None),
+        ("analytic, chunks of 8", "analytic", 8),
+        ("analytic, one by one", "analytic", 1),
+        ("finite differences, one by one", "finite-difference", 1),
+    ]
+    for label, jac, chunk in rows:
+        solve = lambda: solve_statics_batch(system, u, jacobian=jac, chunk_size=chunk, throw=False)
+        c = timed(solve)[1]
+        sol, wall, cpu = timed(solve)
+        its = np.asarray(sol.num_steps)
         print(
-            f"{label:20s} {fmt_time(wall / n):>10s} {fmt_time(cpu / n):>10s} {wall:7.2f}s "
-            f"{int(sol.converged.sum()):6d}/{n} {c:11.1f}s",
+            f"{label:32s} {fmt_time(wall / n):>10s} {fmt_time(cpu / n):>10s} {wall:7.2f}s "
+            f"{int(sol.converged.sum()):6d}/{n} {c:11.1f}s {its.mean():13.1f} / {its.max()}",
             flush=True,
         )
 

@@ -63,8 +63,7 @@ def simulate_batch(
             ``vmap``, so that the modified Newton iteration keeps one scalar Jacobian-refresh decision per chunk.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
-    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
-        raise ValueError(f"simulate_batch: chunk_size must be a positive int or None, got {chunk_size!r}")
+    _check_chunk_size("simulate_batch", chunk_size)
     if not (batch_system or batch_inputs or batch_q0):
         raise ValueError("simulate_batch: nothing is batched; set batch_system, batch_inputs or batch_q0")
     q0 = jnp.zeros(system.n_dof) if q0 is None else jnp.asarray(q0, dtype=float)
@@ -96,18 +95,24 @@ def _split(args: tuple, batched: tuple[bool, ...]):
     return tuple(m for m, _ in parts), rebuild
 
 
-def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+def _over_batch(fn, args: tuple, batched: tuple[bool, ...], chunk_size: int | None):
+    """``fn(*args)`` for every member: one ``vmap`` over the batched arguments (``chunk_size`` None), or
+    ``jax.lax.map`` over vmapped chunks of ``chunk_size`` members, one chunk after the other."""
     if chunk_size is None:
-        in_axes = tuple(batch_axes(x, b) for x, b in zip((system, inputs, q0), batched))
-        one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)
-        return eqx.filter_vmap(one, in_axes=in_axes)(system, inputs, q0)
-    mapped, rebuild = _split((system, inputs, q0), batched)
+        in_axes = tuple(batch_axes(x, b) for x, b in zip(args, batched))
+        return eqx.filter_vmap(fn, in_axes=in_axes)(*args)
+    mapped, rebuild = _split(args, batched)
+    return jax.lax.map(lambda m: fn(*rebuild(m)), mapped, batch_size=chunk_size)
 
-    def one(mapped):
-        system, inputs, q0 = rebuild(mapped)
-        return simulate(system, inputs, q0=q0, **kwargs)
 
-    return jax.lax.map(one, mapped, batch_size=chunk_size)
+def _check_chunk_size(who: str, chunk_size) -> None:
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
+        raise ValueError(f"{who}: chunk_size must be a positive int or None, got {chunk_size!r}")
+
+
+def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+    one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)
+    return _over_batch(one, (system, inputs, q0), batched, chunk_size)
 
 
 def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
@@ -143,12 +148,23 @@ def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Traject
 
 
 def solve_statics_batch(
-    system: System, u: Float[ArrayLike, "b n_inputs"] | None = None, *, batch_system: bool = False, **kwargs: Any
+    system: System,
+    u: Float[ArrayLike, "b n_inputs"] | None = None,
+    *,
+    batch_system: bool = False,
+    chunk_size: int | None = None,
+    **kwargs: Any,
 ) -> StaticsSolution:
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
 
     ``u=None`` gives every member zero inputs (e.g. a batch of rods without tendons, ``batch_system=True``).
+    ``chunk_size``: members solved together, as in :func:`simulate_batch` (default ``None``: one ``vmap`` over the
+    batch). Newton's loop under ``vmap`` runs until its slowest member has converged, every member paying each
+    iteration; smaller chunks (down to 1, one member after the other) pay only their own members' iterations, at a
+    smaller vectorisation gain per iteration. When the members need very different numbers of Newton iterations (the
+    adaptive load continuation rejects steps for some), chunks are faster.
     """
+    _check_chunk_size("solve_statics_batch", chunk_size)
     if u is not None:
         u = jnp.asarray(u, dtype=float)
         if u.ndim != 2 or u.shape[1] != system.n_inputs:
@@ -159,7 +175,7 @@ def solve_statics_batch(
     if kwargs.get("q0") is not None:
         check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
-    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, kwargs)
+    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, chunk_size, kwargs)
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
         failed = int(jnp.sum(~sol.converged))
         raise RuntimeError(
@@ -169,10 +185,9 @@ def solve_statics_batch(
     return sol
 
 
-def _solve_statics_batch(system, u, batch_system, kwargs) -> StaticsSolution:
+def _solve_statics_batch(system, u, batch_system, chunk_size, kwargs) -> StaticsSolution:
     one = lambda system, u: solve_statics(system, u, **kwargs)
-    in_axes = (batch_axes(system, batch_system), None if u is None else 0)
-    return eqx.filter_vmap(one, in_axes=in_axes)(system, u)
+    return _over_batch(one, (system, u), (batch_system, u is not None), chunk_size)
 
 
 def _describe(system, inputs, q0, batched, chunk_size, kwargs) -> str:

@@ -116,12 +116,21 @@ def test_batch_of_systems_without_inputs():
 
 
 def test_batch_statics_equals_loop():
+    """One vmap, chunks of 2 (lax.map over vmapped chunks) and one member at a time (chunks of 1, the last chunk of 3
+    padded) all equal the reference solved member by member; a batch of systems in chunks too."""
     s = standin.make(g=1.5)
-    us = jnp.asarray(np.random.default_rng(1).uniform(0, 3, size=(4, 2)))
-    batch = solve_statics_batch(s, us)
-    for i in range(4):
-        np.testing.assert_allclose(batch.q[i], _reference(s, us[i]), rtol=1e-9, atol=1e-10)
-    assert batch.converged.shape == (4,) and bool(batch.converged.all())
+    us = jnp.asarray(np.random.default_rng(1).uniform(0, 3, size=(5, 2)))
+    for chunk_size in (None, 2, 1, 3):
+        batch = solve_statics_batch(s, us, chunk_size=chunk_size)
+        for i in range(5):
+            np.testing.assert_allclose(batch.q[i], _reference(s, us[i]), rtol=1e-9, atol=1e-10)
+        assert batch.converged.shape == (5,) and bool(batch.converged.all())
+    members = [standin.make(g=g) for g in (0.5, 1.5, 1.0)]
+    batch = solve_statics_batch(stack(members), us[:3], batch_system=True, chunk_size=2)
+    for i, m in enumerate(members):
+        np.testing.assert_allclose(batch.q[i], _reference(m, us[i]), rtol=1e-9, atol=1e-10)
+    with pytest.raises(ValueError, match="solve_statics_batch: chunk_size must be a positive int or None"):
+        solve_statics_batch(s, us, chunk_size=0)
 
 
 def test_bad_arguments():
