@@ -59,6 +59,7 @@ __all__ = [
     "dcay_inv_se3",
     "d_dcay_se3",
     "d_dcay_inv_se3",
+    "cay_ad_se3",
     "cay_half_so3",
     "cay_half_inv_so3",
     "dcay_half_so3",
@@ -160,6 +161,13 @@ def _d_dcay6(X, U):
     B = s * (Kv + Kv @ K + Ky @ Ku) - c * (Ky + Ky @ K)
     D = s * (Ku + K @ Ku + Ku @ K) - c * (K + K @ K)
     return _block(A, jnp.zeros_like(A), B, D)
+
+
+def _cay_ad6(X):
+    x, y = X[:3], X[3:]
+    R = _cay3(x)
+    P = _eye(x) + R
+    return _block(R, jnp.zeros_like(R), 0.5 * (P @ skew(y) @ P), R)
 
 
 def _d_dcay_inv6(X, U):
@@ -268,6 +276,19 @@ def d_dcay_inv_se3(X: ArrayLike, U: ArrayLike) -> jax.Array:
 
     ``(..., 6), (..., 6) -> (..., 6, 6)``."""
     return _d_dcay_inv6(X, U)
+
+
+@batched("(6)->(6,6)", ("X",), "cay_ad_se3")
+def cay_ad_se3(X: ArrayLike) -> jax.Array:
+    """cay(ad_X) = (I − ad_X)⁻¹(I + ad_X) = [[R, 0], [A, R]], R = cay x̃, A = ½(I + R) ỹ (I + R) (seed 001 Lemma 3.4,
+    eqs. (3.24)–(3.26)), ``(..., 6) -> (..., 6, 6)``: the Cayley map of the adjoint representation.
+
+    It is the adjoint Ad_C of the pose C = [[R, dcay_x y], [0, 1]] (A = (dcay_x y)~ R, eq. (3.29)), not Ad of
+    :func:`cay_se3`, whose translation is (I + R) y: the same six numbers are different motions in the two maps (digest
+    §5.5). Eq. (3.33) reads A = (I − x̃)⁻¹ ỹ (I + R) (the printed text drops the inverse; digest §6). Rational in X:
+    plain autodiff differentiates it exactly.
+    """
+    return _cay_ad6(X)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

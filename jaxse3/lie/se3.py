@@ -24,6 +24,7 @@ from jaxtyping import Array, Float
 from jaxse3.lie import _api, adpoly, coefficients, so3
 from jaxse3.lie._algebra import SE3, skew, unskew
 from jaxse3.lie.cayley import (  # Cayley map family, seed 001 §3 (plain autodiff is exact: no singularity)
+    cay_ad_se3 as cay_ad,
     cay_half_inv_se3 as cay_half_inv,
     cay_half_se3 as cay_half,
     cay_inv_se3 as cay_inv,
@@ -67,6 +68,8 @@ __all__ = [
     "dexp_inv_apply",
     "d_dexp_apply",
     "dexp_rates",
+    "exp_acceleration",
+    "exp_jerk",
     "d_dexp_inv_apply",
     "dexpT_apply",
     "dexp_invT_apply",
@@ -81,6 +84,7 @@ __all__ = [
     "dexp_hess",
     "dexp_inv_hess",
     "cay",
+    "cay_ad",
     "cay_inv",
     "dcay",
     "dcay_inv",
@@ -244,6 +248,35 @@ def dexp_rates(
 @functools.partial(jnp.vectorize, signature="(k),(k),(k),(m)->(m,k,k),(m,k),(m,k)")
 def _dexp_rates(X, U, W, s):
     return adpoly.ray_rates(SE3, X, U, W, s, family_poly(SE3, X, "dexp", 1, scale=s))
+
+
+@batched("(6),(6),(6)->(6)", ("X", "Xd", "Xdd"), "exp_acceleration")
+def exp_acceleration(X: Vector, Xd: Vector, Xdd: Vector) -> Vector:
+    """V̇ = dexp_X Ẍ + (D_X dexp)(Ẋ) Ẋ (seed 000 eq. (12)): the rate of the right-trivialised (spatial) twist
+    V = dexp_X Ẋ = (Ḣ H⁻¹)^∨ of H(t) = exp(X̂(t)) at X, Ẋ, Ẍ; for the body twist of exp(X̂), pass −X, −Ẋ, −Ẍ and
+    negate (``dexp_{−X}``, as a rod's strain). By :func:`dexp_apply` and :func:`d_dexp_apply`, so its derivatives run
+    their closed-form rules.
+
+    Args:
+        X, Xd, Xdd: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``.
+    """
+    return dexp_apply(X, Xdd) + d_dexp_apply(X, Xd, Xd)
+
+
+@batched("(6),(6),(6),(6)->(6)", ("X", "Xd", "Xdd", "Xddd"), "exp_jerk")
+def exp_jerk(X: Vector, Xd: Vector, Xdd: Vector, Xddd: Vector) -> Vector:
+    """V̈ = dexp_X X⃛ + 2(D_X dexp)(Ẋ) Ẍ + (D_X dexp)(Ẍ) Ẋ + (D²_X dexp)(Ẋ)(Ẋ) Ẋ (seed 000 eq. (13)): the second rate
+    of the spatial twist of exp(X̂(t)) (:func:`exp_acceleration`), by :func:`dexp_apply`, :func:`d_dexp_apply` and
+    :func:`d2_dexp` with their rules.
+
+    Args:
+        X, Xd, Xdd, Xddd: ``(..., 6)``.
+    Returns:
+        ``(..., 6)``.
+    """
+    return dexp_apply(X, Xddd) + 2.0 * d_dexp_apply(X, Xd, Xdd) + d_dexp_apply(X, Xdd, Xd) + d2_dexp(X, Xd, Xd) @ Xd
 
 
 def d_dexp_inv_apply(X: Vector, U: Vector, Z: Vector) -> Vector:

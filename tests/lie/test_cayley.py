@@ -541,3 +541,32 @@ def test_property_trivialisation_and_adjoint(X, Y):
 def test_property_directional_derivatives(X, U):
     for a, b in _pairs_directional(X, U):
         close(a, b, 1e-10)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-9, 0.3, 1.0, 5.0])
+def test_cay_of_the_adjoint(scale):
+    """cay(ad_X) (seed 001 Lemma 3.4) against its definition (I − ad_X)⁻¹(I + ad_X) by a linear solve, and as the
+    adjoint of the pose [[cay x̃, dcay_x y], [0, 1]] built from the SO(3) map — which differs from Ad of the SE(3)
+    Cayley map (the same numbers, another motion; digest §5.5) — at zero rotation (pure translation: [[I, 0], [2ỹ, I]])
+    and at growing rotations; its derivative (plain autodiff of the closed form) against central differences."""
+    from jaxse3 import se3, so3
+
+    rng = np.random.default_rng(7)
+    X = jnp.concatenate([scale * jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=3))])
+    x, y = X[:3], X[3:]
+    ad = jnp.block([[hat3(x), jnp.zeros((3, 3))], [hat3(y), hat3(x)]])
+    M = C.cay_ad_se3(X)
+    np.testing.assert_allclose(M, cay_def(ad), rtol=1e-13, atol=1e-13)
+    R = so3.cay(x)
+    pose = se3.from_rotation_translation(R, so3.dcay(x) @ y)
+    np.testing.assert_allclose(M, se3.Ad(pose), rtol=1e-13, atol=1e-13)
+    if scale > 0.1:
+        assert np.abs(np.asarray(M - se3.Ad(se3.cay(X)))).max() > 1e-3
+    if scale == 0.0:
+        np.testing.assert_allclose(M[3:, :3], 2 * hat3(y), atol=1e-15)
+    dX = jnp.asarray(rng.normal(size=6))
+    h = 1e-6
+    central = (se3.cay_ad(X + h * dX) - se3.cay_ad(X - h * dX)) / (2 * h)
+    np.testing.assert_allclose(jax.jvp(se3.cay_ad, (X,), (dX,))[1], central, rtol=1e-7, atol=1e-8)
+    batch = se3.cay_ad(jnp.stack([X, 2 * X]))
+    np.testing.assert_allclose(batch[1], cay_def(2 * ad), rtol=1e-12, atol=1e-12)

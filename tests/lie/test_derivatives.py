@@ -170,3 +170,46 @@ def test_dexp_rates_on_a_ray(phi):
         se3.dexp_rates(X, U[:5], W, s)
     with pytest.raises(ValueError, match="dexp_rates: argument 's' must have shape"):
         se3.dexp_rates(X, U, W, 1.0)
+
+
+def _spatial_twist(X, U, W, Y):
+    """V(t) = (Ḣ H⁻¹)^∨ of H(t) = expm(X̂(t)) along X(t) = X + tU + t²W/2 + t³Y/6: a plain matrix exponential, its
+    time derivative by autodiff — independent of every dexp formula."""
+
+    def hat(Z):
+        x, y = Z[:3], Z[3:]
+        K = jnp.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+        return jnp.zeros((4, 4)).at[:3, :3].set(K).at[:3, 3].set(y)
+
+    def V(t):
+        H, dH = jax.jvp(lambda t: jax.scipy.linalg.expm(hat(X + t * U + t * t * W / 2 + t**3 * Y / 6)), (t,), (1.0,))
+        S = dH @ jnp.linalg.inv(H)
+        return jnp.array([S[2, 1], S[0, 2], S[1, 0], S[0, 3], S[1, 3], S[2, 3]])
+
+    return V
+
+
+@pytest.mark.parametrize("phi", ANGLES)
+def test_exp_acceleration_and_jerk(phi):
+    """se3.exp_acceleration and se3.exp_jerk (seed 000 eqs. (12), (13)) against the first and second time derivatives
+    of the spatial twist of a plain matrix exponential along a cubic curve X(t), at zero rotation, both sides of the
+    switch and beyond; their Jacobian in X (through the rules of dexp_apply, d_dexp_apply and d2_dexp) against
+    central differences; under jit and broadcast over a batch."""
+    from jaxse3 import se3
+
+    X = jnp.asarray(point(6, phi))
+    U, W, Y = map(jnp.asarray, vectors(6, 3))
+    V = _spatial_twist(X, U, W, Y)
+    acc, jerk = jax.jit(lambda X: (se3.exp_acceleration(X, U, W), se3.exp_jerk(X, U, W, Y)))(X)
+    close(acc, jax.jacfwd(V)(0.0), rtol=1e-10)
+    close(jerk, jax.jacfwd(jax.jacfwd(V))(0.0), rtol=1e-9)
+    close(se3.dexp_apply(X, U), V(0.0), rtol=1e-10)
+    for f in (lambda X: se3.exp_acceleration(X, U, W), lambda X: se3.exp_jerk(X, U, W, Y)):
+        J = jax.jacfwd(f)(X)
+        for k, e in enumerate(np.eye(6)):
+            close(J[:, k], fd(f, X, jnp.asarray(e), h=1e-4), rtol=1e-7)
+    batch = se3.exp_jerk(jnp.stack([X, U]), U, jnp.stack([W, X]), Y)
+    close(batch[0], jerk)
+    close(batch[1], se3.exp_jerk(U, U, X, Y))
+    with pytest.raises(ValueError, match="exp_jerk: argument 'Xddd' must have shape"):
+        se3.exp_jerk(X, U, W, Y[:5])
