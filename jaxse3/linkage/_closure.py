@@ -11,7 +11,8 @@ With n_c = Σ k the rows of all closures stacked (∥, in the order given):
 * its rate along the motion Ȧq̇ (eq. (47b) applied to q̇; :func:`closure_bias`);
 * ∂e/∂q = ∥ Φ⊥ᵀ dexp_ε⁻¹(Ad_{g_BA} J_A − J_B) (D80 with Φ⊥ᵀ for Φ⊥; :func:`closure_error_jacobian`);
 * the forward dynamics of the closed chain with Baumgarte stabilisation (eqs. (46), (48), (49);
-  :func:`constrained_forward_dynamics`), which also returns the multipliers λ.
+  :func:`constrained_forward_dynamics`), which also returns the multipliers λ, and the residual
+  τ − ID(q, q̇, q̈) + Aᵀλ of the same Baumgarte motion for Newmark-β and statics (:func:`constrained_residual`).
 
 Frames on a link: ``point`` indexes the link's computational points (:meth:`~jaxse3.linkage.Linkage.points_of`; −1,
 the default, is its end: a rigid link's frame, a rod's tip) and ``placement`` (4, 4) is the frame's pose in that
@@ -64,6 +65,7 @@ __all__ = [
     "closure_error_jacobian",
     "closure_bias",
     "constrained_forward_dynamics",
+    "constrained_residual",
 ]
 
 #: the joint kinds a :class:`Closure` can close a loop with (:func:`closure_basis`)
@@ -367,6 +369,44 @@ def closure_bias(
     return _rows("closure_bias", linkage, closures, q, qd)[1].bias
 
 
+class _Bordered(NamedTuple):
+    """The Baumgarte solve at (q, q̇, u): q̈_B, λ, and the f = τ − ID(q, q̇, 0), M, A it was made of."""
+
+    qdd: Float[Array, " nv"]
+    lam: Float[Array, " n_c"]
+    f: Float[Array, " nv"]
+    M: Float[Array, "nv nv"]
+    A: Float[Array, "n_c nv"]
+
+
+def _check_baumgarte_time(fname: str, baumgarte_time) -> Array:
+    T = jnp.asarray(baumgarte_time)
+    c = _concrete(T)
+    if T.shape != () or (c is not None and not (np.isfinite(c) and c > 0)):
+        raise ValueError(f"{fname}: baumgarte_time must be a positive scalar (the time constant T_B), got {T!r}")
+    return T
+
+
+def _bordered(fname: str, linkage: Linkage, closures, q, qd, u, baumgarte_time) -> _Bordered:
+    """The bordered system of eqs. (48), (49) solved by the Schur complement (:func:`constrained_forward_dynamics`)."""
+    closures, rows = _rows(fname, linkage, closures, q, qd)
+    args = check_state(fname, linkage, q=q, qd=qd, u=u)
+    q, qd, u = args["q"], args["qd"], args["u"]
+    T = _check_baumgarte_time(fname, baumgarte_time)
+    bias, M = inverse_dynamics_and_mass(linkage, q, qd)
+    f = generalized_forces(linkage, q, qd, u) - bias
+    tri = jax.scipy.linalg.solve_triangular
+    L = jnp.linalg.cholesky(M)
+    y = tri(L, f, lower=True)
+    if not closures:
+        return _Bordered(tri(L.T, y, lower=False), rows.e, f, M, rows.A)
+    T = T.astype(f.dtype)
+    rhs = -rows.bias - (2.0 / T) * (rows.A @ qd) - rows.e / T**2
+    W = tri(L, rows.A.T, lower=True)
+    lam = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(W.T @ W), rhs - W.T @ y)
+    return _Bordered(tri(L.T, y + W @ lam, lower=False), lam, f, M, rows.A)
+
+
 def constrained_forward_dynamics(
     linkage: Linkage,
     closures: Closure | Sequence[Closure],
@@ -389,23 +429,44 @@ def constrained_forward_dynamics(
 
     Differentiation is plain autodiff through the forward passes and both factorisations (no custom rule yet).
     """
-    fname = "constrained_forward_dynamics"
-    closures, rows = _rows(fname, linkage, closures, q, qd)
-    args = check_state(fname, linkage, q=q, qd=qd, u=u)
-    q, qd, u = args["q"], args["qd"], args["u"]
-    T = jnp.asarray(baumgarte_time)
-    c = _concrete(T)
-    if T.shape != () or (c is not None and not (np.isfinite(c) and c > 0)):
-        raise ValueError(f"{fname}: baumgarte_time must be a positive scalar (the time constant T_B), got {T!r}")
-    bias, M = inverse_dynamics_and_mass(linkage, q, qd)
-    f = generalized_forces(linkage, q, qd, u) - bias
-    tri = jax.scipy.linalg.solve_triangular
-    L = jnp.linalg.cholesky(M)
-    y = tri(L, f, lower=True)
-    if not closures:
-        return tri(L.T, y, lower=False), rows.e
-    T = T.astype(f.dtype)
-    rhs = -rows.bias - (2.0 / T) * (rows.A @ qd) - rows.e / T**2
-    W = tri(L, rows.A.T, lower=True)
-    lam = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(W.T @ W), rhs - W.T @ y)
-    return tri(L.T, y + W @ lam, lower=False), lam
+    out = _bordered("constrained_forward_dynamics", linkage, closures, q, qd, u, baumgarte_time)
+    return out.qdd, out.lam
+
+
+def constrained_residual(
+    linkage: Linkage,
+    closures: Closure | Sequence[Closure],
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    qdd: Float[Array, " nv"],
+    u: Float[Array, " n_inputs"],
+    baumgarte_time: Float[ArrayLike, ""],
+) -> Float[Array, " nv"]:
+    """The residual of a closed chain's Baumgarte-stabilised dynamics (seed 003 eq. (46a) with the multipliers of
+    eqs. (48), (49)), for Newmark-β and statics:
+
+        r(q, q̇, q̈, u) = τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀ λ(q, q̇, u),
+
+    λ from the same bordered solve as :func:`constrained_forward_dynamics` (T_B = ``baumgarte_time``). ID is affine in
+    q̈, ID(q, q̇, q̈) = ID(q, q̇, 0) + M(q) q̈, so with that solve's M q̈_B = τ − ID(q, q̇, 0) + Aᵀλ
+
+        r = M(q) (q̈_B(q, q̇, u) − q̈),
+
+    which is how it is computed (one forward pass, as the forward dynamics). Hence:
+
+    * r = 0 exactly when q̈ is the Baumgarte acceleration q̈_B: it is zero along the motions of
+      :func:`constrained_forward_dynamics`, and Newmark-β on r integrates them (∂r/∂q̈ = −M);
+    * at rest, r(q, 0, 0, u) = M(q) q̈_B(q, 0, u) is zero iff q̈_B = 0, i.e. (the bordered matrix being invertible)
+      iff τ(q, 0, u) − ID(q, 0, 0) + Aᵀλ = 0 (first block row) **and** e(q) = 0 (second block row, at q̇ = 0:
+      A·0 = −e/T_B²): its zeros at rest are exactly the constrained equilibria, so statics needs no unknowns
+      beside q. An equilibrium is a regular zero (invertible ∂r/∂q) iff the stiffness projected on the constraint
+      manifold's tangent space is invertible; where the loads vanish every configuration on the manifold is an
+      equilibrium and ∂r/∂q is singular.
+
+    This is the index-1 (Baumgarte) form; the index-3 residual [τ − ID + Aᵀλ; e] of eq. (52) with λ as unknowns is
+    not implemented. Without closures, r = τ − ID(q, q̇, q̈). Differentiation: plain autodiff (as the forward dynamics).
+    """
+    fname = "constrained_residual"
+    qdd = check_state(fname, linkage, qdd=qdd)["qdd"]
+    out = _bordered(fname, linkage, closures, q, qd, u, baumgarte_time)
+    return out.M @ (out.qdd - qdd)

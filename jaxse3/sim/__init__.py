@@ -7,7 +7,8 @@ Jacobian kept across steps), and explicit solvers for comparison; derivatives of
 :data:`ADJOINTS`. Batches run as vmapped chunks, Newmark batches as stacks of systems on one time grid
 (:func:`simulate_batch`). Models enter as a :class:`System` (forward dynamics + residual of a parameter pytree):
 :func:`rod_system` wraps a :mod:`jaxse3.rod` rod, :func:`rigid_system` a rigid tree,
-:func:`linkage_system` a :mod:`jaxse3.linkage` linkage of rigid and soft links. Seed 004:
+:func:`linkage_system` a :mod:`jaxse3.linkage` linkage of rigid and soft links, open or closed by loop closures
+(:func:`constraint_drift` measures the closures' drift along a motion). Seed 004:
 :func:`simulate_multibody` integrates a :class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³)
 with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajectory`.
 """
@@ -21,6 +22,7 @@ from jaxse3.sim.system import (
     SampledInput,
     System,
     as_input,
+    constraint_drift,
     finite_difference,
     linkage_system,
     prescribed_inputs,
@@ -35,6 +37,7 @@ __all__ = [
     "rod_system",
     "rigid_system",
     "linkage_system",
+    "constraint_drift",
     "prescribed_inputs",
     "SampledInput",
     "as_input",

@@ -15,7 +15,8 @@ swaps them for forward differences (seed 003 eq. (38), ε = 1e−6), the baselin
 :func:`rod_system` wraps a :class:`jaxse3.rod.Rod` (with optional external loads, e.g. contact), :func:`rigid_system`
 a :class:`jaxse3.rigid.Model` whose joints have one degree of freedom each (joint torques as inputs),
 :func:`linkage_system` a :class:`jaxse3.linkage.Linkage` of rigid and soft links (joint efforts and tendon tensions as
-inputs).
+inputs), optionally closed by loop closures (Baumgarte-stabilised; :func:`constraint_drift` measures the constraints'
+drift along a simulated motion).
 
 Inputs ``u(t)`` are any callable of time; :class:`SampledInput` interpolates sampled values (a pytree, so batches of
 sampled inputs vmap), :func:`as_input` normalises ``None``/constants/callables.
@@ -34,12 +35,15 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import linkage as linkages, rigid, rod as rods
+from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
     "System",
     "rod_system",
     "rigid_system",
     "linkage_system",
+    "ClosedChain",
+    "constraint_drift",
     "prescribed_inputs",
     "SampledInput",
     "as_input",
@@ -262,7 +266,61 @@ def _controlled_scale_loads(control, lam):
     return eqx.tree_at(lambda c: c.linkage, control, control.linkage.scaled(lam))
 
 
-def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) -> System:
+class ClosedChain(eqx.Module):
+    """The parameters of a :func:`linkage_system` with loop closures: the linkage, its closures and the Baumgarte time
+    constant T_B (``system.params`` of such a system)."""
+
+    linkage: linkages.Linkage
+    closures: tuple[linkages.Closure, ...]
+    baumgarte_time: Float[Array, ""]
+
+
+def _closed_forward_dynamics(chain, q, qd, u):
+    return linkages.constrained_forward_dynamics(chain.linkage, chain.closures, q, qd, u, chain.baumgarte_time)[0]
+
+
+def _closed_residual(chain, q, qd, qdd, u):
+    return linkages.constrained_residual(chain.linkage, chain.closures, q, qd, qdd, u, chain.baumgarte_time)
+
+
+def _closed_points(chain, q):
+    return _linkage_points(chain.linkage, q)
+
+
+def _closed_scale_loads(chain, lam):
+    return eqx.tree_at(lambda c: c.linkage, chain, chain.linkage.scaled(lam))
+
+
+def _checked_closures(linkage, closures):
+    if closures is None:
+        return ()
+    try:
+        return linkages.check_closures(linkage, closures)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"linkage_system: 'closures': {err}") from None
+
+
+def _checked_baumgarte_time(baumgarte_time):
+    text = "linkage_system: 'baumgarte_time' must be a positive, finite scalar (the time constant T_B in s), got"
+    if isinstance(baumgarte_time, jax.core.Tracer):
+        if jnp.shape(baumgarte_time) != ():
+            raise ValueError(f"{text} shape {jnp.shape(baumgarte_time)}")
+        return jnp.asarray(baumgarte_time, dtype=float)
+    try:
+        T = np.asarray(baumgarte_time, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{text} {baumgarte_time!r}") from None
+    if T.shape != () or not (np.isfinite(T) and T > 0):
+        raise ValueError(f"{text} {baumgarte_time!r}")
+    return jnp.asarray(T)
+
+
+def linkage_system(
+    linkage: linkages.Linkage,
+    prescribed: Sequence[str] = (),
+    closures: linkages.Closure | Sequence[linkages.Closure] = (),
+    baumgarte_time: Float[ArrayLike, ""] = 0.01,
+) -> System:
     """The :class:`System` of a linkage of rigid and soft links (:class:`jaxse3.linkage.Linkage`):
     ``q̈ = FD(q, q̇, u)``, residual ``τ(q, q̇, u) − ID(q, q̇, q̈)``, the actuated joints' efforts and the rods' tendon
     tensions as inputs (link order), all computational points as points (the last link's end is the tip).
@@ -283,6 +341,30 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
     :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints in unit
     quaternions are rejected; in exponential coordinates (``Link.rigid(..., coordinates="exponential")``, seed 003's
     joints) they simulate, a floating base included.
+
+    ``closures``: loop closures (:class:`jaxse3.linkage.Closure`, checked against the linkage by
+    :func:`jaxse3.linkage.check_closures`) that make a closed chain (seed 003 §5.2). Every driver then runs the
+    Baumgarte-stabilised index-1 form of eqs. (46), (48), (49) with time constant T_B = ``baumgarte_time`` (s, a
+    positive scalar; ``system.params`` is a :class:`ClosedChain`):
+
+    * the forward dynamics is the q̈ of :func:`jaxse3.linkage.constrained_forward_dynamics`, so the diffrax solvers
+      integrate the Baumgarte motion (kvaerno5/3 with their Jacobian by autodiff through it; tsit5, dopri5);
+    * the residual is :func:`jaxse3.linkage.constrained_residual`, τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀλ(q, q̇, u) with
+      the Baumgarte multipliers, = M(q)(q̈_B − q̈): zero along the same motion, so Newmark-β integrates it, and at
+      rest M q̈_B(q, 0, u), zero exactly at the constrained equilibria (τ − ID + Aᵀλ = 0 and e(q) = 0), so
+      :func:`~jaxse3.sim.solve_statics` solves for q alone. At zero load every configuration on the constraint
+      manifold is an equilibrium and Newton's matrix is singular there: start statics from a consistent
+      configuration near the solution and take the load in one step (``load_steps=1``), or from a loaded
+      equilibrium. ``StaticsSolution.stable`` then tests −∂r/∂q = −M ∂q̈_B/∂q, whose quadratic form along the
+      manifold's tangents is the reduced stiffness: an unstable equilibrium is reported unstable, but a stable one
+      may fail the test through the coupling with the constraint directions.
+
+    Start the dynamics from a consistent state (e(q0) = 0, A(q0) q̇0 = 0); from elsewhere the errors decay with
+    T_B. A smaller T_B holds the constraints tighter and makes the system stiffer (eigenvalues near −1/T_B): keep it
+    well above the steps of an explicit solver. The closures' rows must be independent (A of full row rank; a planar
+    mechanism needs ``"planar"`` closures). :func:`constraint_drift` adds ‖e(q)‖ and ‖A q̇‖ of a simulated motion to its
+    :class:`~jaxse3.sim.trajectory.Trajectory` as monitors. The index-3 Newmark form with λ as unknowns (eq. (52)) is
+    not implemented, and closures with ``prescribed`` joints are not supported yet (a ``ValueError``).
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -292,6 +374,24 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
             f"linkage_system: every joint must have as many coordinates as velocities (nq == nv), got nq = "
             f"{linkage.nq}, nv = {linkage.nv} (joint types {multi} store quaternions, which the drivers would "
             f"integrate as vectors; build them with coordinates='exponential' to simulate them)"
+        )
+    T = _checked_baumgarte_time(baumgarte_time)
+    closures = _checked_closures(linkage, closures)
+    if closures and prescribed:
+        raise ValueError(
+            "linkage_system: 'closures' together with 'prescribed' joints are not supported yet (the bordered system "
+            "of eqs. (43) and (48) combined, and the prescribed joints' efforts with the closures' multipliers, are "
+            "not implemented); prescribe no joint, or drive the joints by efforts"
+        )
+    if closures:
+        return System(
+            ClosedChain(linkage, closures, T),
+            _closed_forward_dynamics,
+            _closed_residual,
+            _closed_points,
+            linkage.nv,
+            linkage.n_inputs,
+            _closed_scale_loads,
         )
     if prescribed:
         control = linkages.JointControl(linkage, prescribed)
@@ -313,6 +413,51 @@ def linkage_system(linkage: linkages.Linkage, prescribed: Sequence[str] = ()) ->
         linkage.n_inputs,
         _linkage_scale_loads,
     )
+
+
+def constraint_drift(system: System, trajectory: Trajectory) -> Trajectory:
+    """``trajectory`` with the drift of its closed chain's constraints as two monitors (:attr:`Trajectory.monitors`):
+
+    * ``"closure_error"``: ‖e(q(t))‖ (seed 003 eq. (47c)), the Euclidean norm of all closures' stacked rows;
+    * ``"closure_velocity_error"``: ‖A(q(t)) q̇(t)‖ (eq. (47a)).
+
+    Both are zero along an exact motion from a consistent state; the Baumgarte stabilisation of
+    :func:`linkage_system` (``closures``) pulls them back to zero with the time constant T_B, so what remains is the
+    solver's error. Units: rad and m (per s for the rates) mixed by the closures' constrained directions.
+
+    ``system``: the :func:`linkage_system` with ``closures`` that ``trajectory`` was simulated with (one system; the
+    trajectory may have leading batch axes, e.g. a :func:`~jaxse3.sim.simulate_batch` of one system from several
+    initial states). Samples after a failure (NaN) give NaN. The monitors are saved with the trajectory
+    (:meth:`Trajectory.save`).
+    """
+    chain = system.params
+    if not isinstance(chain, ClosedChain):
+        raise TypeError("constraint_drift: 'system' must be a linkage_system(..., closures=...) (a closed chain)")
+    nv = chain.linkage.nv
+    q, qd = jnp.asarray(trajectory.q), jnp.asarray(trajectory.qd)
+    if q.shape[-1:] != (chain.linkage.nq,) or qd.shape[-1:] != (nv,) or q.shape[:-1] != qd.shape[:-1]:
+        raise ValueError(
+            f"constraint_drift: 'trajectory' must have q (..., {chain.linkage.nq}) and qd (..., {nv}) of this "
+            f"system, got {q.shape} and {qd.shape}"
+        )
+    e_norm, v_norm = _drift(chain, q.reshape(-1, q.shape[-1]), qd.reshape(-1, nv))
+    batch = q.shape[:-1]
+    monitors = {
+        **trajectory.monitors,
+        "closure_error": e_norm.reshape(batch),
+        "closure_velocity_error": v_norm.reshape(batch),
+    }
+    return eqx.tree_at(lambda t: t.monitors, trajectory, monitors)
+
+
+@eqx.filter_jit
+def _drift(chain: ClosedChain, q, qd):
+    def one(q, qd):
+        e = linkages.closure_error(chain.linkage, chain.closures, q)
+        A = linkages.closure_jacobian(chain.linkage, chain.closures, q)
+        return jnp.linalg.norm(e), jnp.linalg.norm(A @ qd)
+
+    return jax.vmap(one)(q, qd)
 
 
 class _Prescription(eqx.Module):

@@ -35,6 +35,8 @@ UNITS = {
 MONITOR_UNITS = {
     "energy": "J (total mechanical energy)",
     "joint_violations": "m (position-constraint violation ‖g‖ per joint)",
+    "closure_error": "rad and m (‖e(q)‖ of a closed chain's loop closures, seed 003 eq. (47c))",
+    "closure_velocity_error": "rad/s and m/s (‖A(q) q̇‖ of a closed chain's loop closures, seed 003 eq. (47a))",
 }
 #: prefix of the monitors' entries in a file
 _MONITOR = "monitors/"
@@ -98,7 +100,8 @@ class Trajectory(eqx.Module):
         result: the solver's result code (``diffrax.RESULTS``; 0 = successful); after a failure the samples the
             solver did not reach are NaN. :attr:`message` says it in words, :attr:`ok` tests it.
         monitors: named per-sample quantities, each ``(n, ...)`` (default none); multibody runs give ``"energy"``
-            (n,) [J] and ``"joint_violations"`` (n, n_joints) [m]. Units in :data:`MONITOR_UNITS`.
+            (n,) [J] and ``"joint_violations"`` (n, n_joints) [m]; :func:`~jaxse3.sim.constraint_drift` adds a closed
+            chain's ``"closure_error"`` and ``"closure_velocity_error"`` (n,). Units in :data:`MONITOR_UNITS`.
     """
 
     t: jax.Array

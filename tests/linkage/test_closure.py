@@ -2,11 +2,11 @@
 
 Oracles independent of the formulas under test:
 
-* a planar four-bar (crank, coupler and rocker on parallel z axes, the rocker's tip closed to the ground pivot by a
-  ``"planar"`` closure): its closed-form position analysis (two-circle intersection) gives consistent coordinates
-  q(θ) of the crank angle θ; the one-degree-of-freedom Lagrangian dynamics written here from the bodies' planar poses
-  (m(θ)θ̈ + ½m'(θ)θ̇² + V'(θ) = q'(θ)ᵀu) gives q̈ = q'θ̈ + q''θ̇², which the constrained forward dynamics must
-  reproduce;
+* a planar four-bar (:mod:`tests.linkage.four_bar`: crank, coupler and rocker on parallel z axes, the rocker's tip
+  closed to the ground pivot by a ``"planar"`` closure): its closed-form position analysis (two-circle intersection)
+  gives consistent coordinates q(θ) of the crank angle θ; the one-degree-of-freedom Lagrangian dynamics written there
+  from the bodies' planar poses (m(θ)θ̈ + ½m'(θ)θ̇² + V'(θ) = q'(θ)ᵀu) gives q̈ = q'θ̈ + q''θ̇², which the
+  constrained forward dynamics must reproduce;
 * a spatial hybrid chain (a revolute base, a rod, a revolute hand on the rod's tip, a prismatic branch) with closures
   of every kind: the error's derivatives by ``jax.jacfwd`` and central differences, Ȧq̇ by ``jax.jvp`` of A(q + t q̇)q̇,
   and the residuals of the bordered system;
@@ -23,6 +23,18 @@ import pytest
 from jaxse3 import linkage as lk, rigid, rod, se3
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
+from tests.linkage.four_bar import (
+    A_,
+    B_,
+    C_,
+    D_,
+    FOUR_BAR,
+    PLANAR,
+    PSI0,
+    four_bar_pose as _four_bar_pose,
+    reduced as _reduced,
+    reduced_acceleration as _reduced_acceleration,
+)
 
 Z = (0.0, 0.0, 1.0)
 
@@ -39,79 +51,6 @@ def _unit(v):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # a planar four-bar
-
-#: link lengths: crank a, coupler b, rocker c, ground d. Grashof: s + l = a + d = 0.5 ≤ p + q = b + c = 0.65, and the
-#: shortest link (the crank) is next to the ground: a crank–rocker (the crank turns fully, the rocker oscillates)
-A_, B_, C_, D_ = 0.1, 0.35, 0.3, 0.4
-#: masses and centres of mass (link frame, the frame's x axis along the link) and rotational inertias about the centre
-#: of mass of crank, coupler and rocker
-MASSES = (0.5, 1.0, 0.8)
-COMS = ((0.05, 0.01, 0.0), (0.17, -0.02, 0.0), (0.15, 0.015, 0.0))
-IZZ = (3e-4, 1.1e-2, 6.5e-3)
-GRAVITY_Y = -9.81  # the mechanism moves in the vertical xy plane
-PSI0 = -1.0  # the orientation of the ground frame B: the rocker's direction swings in about (−1.4, −0.7)
-
-
-def _four_bar():
-    body = lambda k: rigid.spatial_inertia(MASSES[k], COMS[k], np.diag([1e-4, 2e-4, IZZ[k]]))
-    axis = (*Z, 0.0, 0.0, 0.0)
-    links = [
-        lk.Link.rigid("crank", None, "revolute", body(0), axis=axis),
-        lk.Link.rigid("coupler", "crank", "revolute", body(1), _pose((A_, 0, 0)), axis),
-        lk.Link.rigid("rocker", "coupler", "revolute", body(2), _pose((B_, 0, 0)), axis),
-    ]
-    closure = lk.Closure(
-        "rocker", None, "planar", axis=Z, placement_a=_pose((C_, 0, 0)), placement_b=_pose((D_, 0, 0), PSI0)
-    )
-    return lk.Linkage(links, gravity=(0.0, GRAVITY_Y, 0.0)), closure
-
-
-FOUR_BAR, PLANAR = _four_bar()
-
-
-def _angle(v):
-    return jnp.arctan2(v[1], v[0])
-
-
-def _wrap(x):
-    return jnp.arctan2(jnp.sin(x), jnp.cos(x))
-
-
-def _four_bar_pose(theta):
-    """Closed-form position analysis: the coupler–rocker pin B is the intersection of the circle of radius b about the
-    crank pin A and the circle of radius c about the ground pivot O₄ = (d, 0), on the branch left of A→O₄ (the open
-    assembly). Returns the joint coordinates q and the absolute angles of the three links."""
-    pin_a = A_ * jnp.array([jnp.cos(theta), jnp.sin(theta)])
-    o4 = jnp.array([D_, 0.0])
-    r = jnp.linalg.norm(o4 - pin_a)
-    u = (o4 - pin_a) / r
-    x = (B_**2 - C_**2 + r**2) / (2 * r)
-    pin_b = pin_a + x * u + jnp.sqrt(B_**2 - x**2) * jnp.array([-u[1], u[0]])
-    phi = jnp.stack([theta, _angle(pin_b - pin_a), _angle(o4 - pin_b)])
-    q = jnp.stack([theta, _wrap(phi[1] - phi[0]), _wrap(phi[2] - phi[1])])
-    return q, phi, jnp.stack([jnp.zeros(2), pin_a, pin_b])
-
-
-def _reduced(theta):
-    """m(θ) and V(θ) of the bodies' planar poses: T = ½ Σ (m_k |ċ_k|² + I_zz,k φ̇_k²) = ½ m(θ) θ̇², V = −Σ m_k a_g·c_k."""
-
-    def coms(theta):
-        _, phi, origins = _four_bar_pose(theta)
-        rot = lambda f, c: jnp.array([jnp.cos(f) * c[0] - jnp.sin(f) * c[1], jnp.sin(f) * c[0] + jnp.cos(f) * c[1]])
-        return jnp.stack([origins[k] + rot(phi[k], COMS[k]) for k in range(3)]), phi
-
-    (c, _), (dc, dphi) = jax.jvp(coms, (theta,), (jnp.ones_like(theta),))
-    m = jnp.asarray(MASSES)
-    mass = jnp.sum(m * jnp.sum(dc**2, axis=1)) + jnp.sum(jnp.asarray(IZZ) * dphi**2)
-    return mass, -jnp.sum(m * GRAVITY_Y * c[:, 1])
-
-
-def _reduced_acceleration(theta, theta_d, u):
-    """θ̈ = (q'ᵀu − ½ m'(θ) θ̇² − V'(θ)) / m(θ), Lagrange's equation of the one-degree-of-freedom chain."""
-    mass, dmass = jax.jvp(lambda t: _reduced(t)[0], (theta,), (1.0,))
-    dV = jax.grad(lambda t: _reduced(t)[1])(theta)
-    dq = jax.jacfwd(lambda t: _four_bar_pose(t)[0])(theta)
-    return (dq @ u - 0.5 * dmass * theta_d**2 - dV) / mass
 
 
 @pytest.fixture(scope="module")
