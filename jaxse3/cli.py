@@ -41,6 +41,8 @@ EXAMPLES = {
     "cdm-contact": "the CDM inside a hollow cylinder with Hertz-type contact (seed 003 §6.2)",
     "serial-robot": "hybrid serial robot: 7 prescribed revolute joints and a soft link, 27 DoF (seed 003 §5.1)",
     "flagellated": "underwater flagellated robot: a floating body, 2 driven shafts, 6 soft flagella, 80 DoF (§6.3)",
+    "parallel-robot": "hybrid parallel robot: 3 soft pillars, a platform on spherical joints, 2 loop closures, 63 DoF "
+    "(§6.1)",
     "lie-demo": "accuracy and speed of the SE(3) core's closed forms (exp, log, dexp, derivatives)",
 }
 #: the problems of ``jaxse3 optimize``

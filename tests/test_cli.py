@@ -19,6 +19,7 @@ def test_list(capsys):
         "cdm-contact",
         "serial-robot",
         "flagellated",
+        "parallel-robot",
         "lie-demo",
         "jaxse3 optimize cdm-reach",
         "jaxse3 optimize arm-reach",

@@ -55,6 +55,22 @@ dimension and no hydrodynamic coefficient; our choices:
   and C_D = 1.2, added mass diag(0.1 ρ_w V, ρ_w V, ρ_w V) along/across (slender-body values; 0.1 end-on for
   length/diameter ≈ 3), and added rotational inertia ρ_w π r² L³/12 about the transverse axes; no rotational drag (the
   quadratic drag of eq. (62) scales with the point's linear speed); the hooks are small enough to carry none.
+
+**Hybrid parallel robot** (seed 003 §6.1, digest §5.4; :func:`parallel_robot`): three soft pillars standing on the
+ground carry a rigid triangular platform through spherical joints — 3 × 18 + 3 × 3 = 63 DoF, 12 closure rows. The
+paper gives the pillars' section and length, the platform's size and the strain bases, not the layout, the masses or
+the load's time profile; our choices:
+
+* the pillars: 15 cm long, rectangular section 1.5 cm × 3 cm (the 3 cm side radial), the CDM's material (E = 1 MPa,
+  ν = 0.5, ρ = 1000 kg/m³, υ = 10⁴ Pa·s), cubic angular strains (Legendre order 3: 4 modes each) and first-order
+  linear ones (2 modes each), 6 Gauss points; standing vertically at the corners of the platform's triangle (side
+  20 cm, circumradius 11.5 cm), so the structure is symmetric under turns of 120° about the vertical;
+* the joints: a spherical joint (exponential coordinates) on each pillar's tip carrying a small ball (5 g, radius
+  5 mm); the platform (an equilateral plate 20 cm × 1 cm thick, density 1000 kg/m³: 173 g) is fixed to the first ball,
+  and the other two balls are fixed to its corners by loop closures (``"fixed"``, 6 rows each) — the paper's three
+  spherical joints and two closed chains;
+* the load: a constant world wrench on the platform's centre (:data:`PARALLEL_WRENCH`: 0.3 N along x, −0.2 N along
+  y, 0.02 N·m about z), applied from rest at t = 0, with gravity; the closures' Baumgarte time constant is 10 ms.
 """
 
 from __future__ import annotations
@@ -69,7 +85,7 @@ from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import linkage as linkages, rigid, rod as rods, se3
 from jaxse3.rod.basis import LegendreBasis
-from jaxse3.rod.geometry import CircularSection, Material
+from jaxse3.rod.geometry import CircularSection, Material, RectangularSection
 from jaxse3.sim.system import System, linkage_system, prescribed_inputs, rod_system
 
 __all__ = [
@@ -86,6 +102,9 @@ __all__ = [
     "flagellated_robot_linkage",
     "FLAGELLATED_TORQUES",
     "swimming",
+    "parallel_robot",
+    "parallel_robot_linkage",
+    "PARALLEL_WRENCH",
     "from_toml",
     "RUN_SETTINGS",
 ]
@@ -230,6 +249,62 @@ def flagellated_robot(n_gauss: int = 6) -> tuple[System, Float[Array, " 2"]]:
     """The underwater flagellated robot (module docstring) as a :func:`linkage_system` and its constant inputs, the
     shaft torques :data:`FLAGELLATED_TORQUES`. Start it at rest at q = 0 (straight flagella)."""
     return linkage_system(flagellated_robot_linkage(n_gauss)), jnp.asarray(FLAGELLATED_TORQUES)
+
+
+#: the world wrench on the parallel robot's platform (moment, force) [N·m, N] (module docstring)
+PARALLEL_WRENCH = (0.0, 0.0, 0.02, 0.3, -0.2, 0.0)
+
+
+def parallel_robot_linkage(
+    wrench: Float[ArrayLike, " 6"] = PARALLEL_WRENCH, n_gauss: int = 6
+) -> tuple[linkages.Linkage, tuple[linkages.Closure, ...]]:
+    """The hybrid parallel robot of seed 003 §6.1 (module docstring): its linkage (63 DoF) with ``wrench`` (6,) on the
+    platform's centre (world frame), and its two loop closures."""
+    side, thick, length, rho = 0.2, 0.01, 0.15, 1000.0
+    rod = rods.Rod(
+        length=length,
+        section=RectangularSection(0.015, 0.03),
+        material=Material(E=1e6, rho=rho, nu=0.5, damping=1e4),
+        basis=LegendreBasis((3, 3, 3, 1, 1, 1)),
+        n_gauss=n_gauss,
+    )
+    ball_mass, ball_radius = 0.005, 0.005
+    ball = rigid.spatial_inertia(ball_mass, (0.0, 0.0, 0.0), 0.4 * ball_mass * ball_radius**2 * np.eye(3))
+    area = np.sqrt(3.0) / 4 * side**2
+    plate = rho * area * thick
+    # an equilateral plate about its centre: I_zz = m s²/12, I_xx = I_yy = m s²/24 + m t²/12
+    plate_inertia = rigid.spatial_inertia(
+        plate, (0.0, 0.0, 0.0), np.diag([plate * (side**2 / 24 + thick**2 / 12)] * 2 + [plate * side**2 / 12])
+    )
+    radius = side / np.sqrt(3.0)
+    corners = [radius * np.array([np.cos(a), np.sin(a), 0.0]) for a in np.deg2rad([90.0, 210.0, 330.0])]
+    links, closures = [], []
+    for k, corner in enumerate(corners):
+        radial = corner / radius
+        # the pillar's local x up, local z (the 3 cm side) radial
+        R = np.stack([np.array([0.0, 0.0, 1.0]), np.cross(radial, [0.0, 0.0, 1.0]), radial], axis=1)
+        R[:, 1] = np.cross(R[:, 2], R[:, 0])
+        base = se3.from_rotation_translation(jnp.asarray(R), jnp.asarray(corner))
+        level = se3.from_rotation_translation(jnp.asarray(R.T), jnp.zeros(3))  # the ball's frame world-aligned
+        links.append(linkages.Link.soft(f"pillar{k + 1}", None, rod, base))
+        links.append(
+            linkages.Link.rigid(f"ball{k + 1}", f"pillar{k + 1}", "spherical", ball, level, coordinates="exponential")
+        )
+        if k == 0:
+            centre = se3.from_rotation_translation(jnp.eye(3), jnp.asarray(-corner + [0.0, 0.0, thick / 2]))
+            links.append(linkages.Link.rigid("platform", "ball1", "fixed", plate_inertia, centre))
+        else:  # the ball fixed to the platform's corner k
+            at_corner = se3.from_rotation_translation(jnp.eye(3), jnp.asarray(corner - [0.0, 0.0, thick / 2]))
+            closures.append(linkages.Closure(f"ball{k + 1}", "platform", "fixed", placement_b=at_corner))
+    load = linkages.PointLoad("platform", wrench, frame="world")
+    return linkages.Linkage(links, loads=[load]), tuple(closures)
+
+
+def parallel_robot(wrench: Float[ArrayLike, " 6"] = PARALLEL_WRENCH, n_gauss: int = 6) -> tuple[System, Array]:
+    """The hybrid parallel robot (module docstring) as a closed-chain :func:`linkage_system` (Baumgarte time 10 ms)
+    and its inputs (none). Start it at rest at q = 0 (straight pillars, a consistent state)."""
+    linkage, closures = parallel_robot_linkage(wrench, n_gauss)
+    return linkage_system(linkage, closures=closures, baumgarte_time=0.01), jnp.zeros(0)
 
 
 def swimming(linkage: linkages.Linkage, q: Float[ArrayLike, "n nq"], t: Float[ArrayLike, " n"]) -> dict[str, float]:
