@@ -20,9 +20,14 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    derivatives (tangent space for the floating base), batched per state — the public linkage functions (which run
    jaxse3.rigid on a rigid-only linkage) and the linkage's own tree recursions (what the rigid links of a hybrid
    linkage run).
+6. Seed 003 §6.1's hybrid parallel robot (``jaxse3.sim.scenarios.parallel_robot``: three soft pillars, a platform on
+   spherical joints, two loop closures; 63 DoF, Baumgarte): the Jacobians of its closed-chain forward dynamics as in 1.
+   at a random state (paper: f.d. 82.9 ms vs analytic 5.1 ms), 10 s dynamics as in 2. (paper: ode15s + analytic
+   2.46 s, Newmark h = 10 ms 17.6 s), and statics under ``--n-statics`` random platform wrenches (paper: 8.97 ms per
+   solve analytic, 166 ms finite differences).
 
     python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
-        [--skip serial flagellated jacobians simulations statics rigid]
+        [--skip serial flagellated parallel jacobians simulations statics rigid]
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -42,7 +48,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _timing import fmt_time, jacobian_by_columns, time_group, timed  # noqa: E402
 
 from jaxse3 import linkage as lk, rigid  # noqa: E402
-from jaxse3.sim import finite_difference, scenarios, simulate, solve_statics_batch  # noqa: E402
+from jaxse3.sim import finite_difference, scenarios, simulate, solve_statics_batch, stack  # noqa: E402
 
 
 def _rel(a, b) -> float:
@@ -80,6 +86,50 @@ def flagellated_jacobians(seed=3):
 
     fd = lambda q, qd: lk.forward_dynamics(linkage, q, qd, u)
     jacobian_table("flagellated robot, FD at a random state", fd, plain, q, qd)
+
+
+def parallel_jacobians(seed=4):
+    """The parallel robot's closed-chain FD (Baumgarte, eqs. (48)–(51)) at a random, inconsistent state."""
+    system, u = scenarios.parallel_robot()
+    chain = system.params
+    linkage, closures, T = chain.linkage, chain.closures, chain.baumgarte_time
+    k = jax.random.split(jax.random.PRNGKey(seed), 2)
+    q, qd = 0.05 * jax.random.normal(k[0], (linkage.nv,)), 0.2 * jax.random.normal(k[1], (linkage.nv,))
+
+    def plain(q, qd):  # the bordered system (48) from rule-free public functions
+        A = lk.closure_jacobian(linkage, closures, q)
+        rhs = (
+            -lk.closure_bias(linkage, closures, q, qd) - 2 / T * A @ qd - lk.closure_error(linkage, closures, q) / T**2
+        )
+        M = lk.mass_matrix(linkage, q)
+        bias = lk.inverse_dynamics_autodiff(linkage, q, qd, jnp.zeros_like(qd))
+        K = jnp.block([[M, -A.T], [A, jnp.zeros((A.shape[0], A.shape[0]))]])
+        top = lk.generalized_forces(linkage, q, qd, u) - bias
+        return jnp.linalg.solve(K, jnp.concatenate([top, rhs]))[: linkage.nv]
+
+    fd = lambda q, qd: system.acceleration(q, qd, u)
+    jacobian_table("parallel robot, closed-chain FD at a random state", fd, plain, q, qd)
+
+
+def parallel_statics(n, seed=0):
+    """Statics of the parallel robot under ``n`` random platform wrenches (the paper's ranges), a batch of systems."""
+    system, _ = scenarios.parallel_robot()
+    rng = np.random.default_rng(seed)
+    w = np.concatenate([rng.uniform(-0.05, 0.05, (n, 3)), rng.uniform(-0.5, 0.5, (n, 3))], axis=1)
+    systems = eqx.tree_at(lambda s: s.params.linkage.loads[0].wrench, stack([system] * n), jnp.asarray(w))
+    print(f"\n[parallel robot] statics: {n} random wrenches, a batch of systems, from q = 0")
+    print(f"{'Newton Jacobian':32s} {'per solve':>10s} {'total':>8s} {'converged':>10s} {'compile+1st':>12s}")
+    for label, jac in (
+        ("analytic (rules), chunks of 8", "analytic"),
+        ("finite differences, chunks of 8", "finite-difference"),
+    ):
+        solve = lambda: solve_statics_batch(systems, batch_system=True, jacobian=jac, chunk_size=8, throw=False)
+        c = timed(solve)[1]
+        sol, wall, _ = timed(solve)
+        print(
+            f"{label:32s} {fmt_time(wall / n):>10s} {wall:7.2f}s {int(sol.converged.sum()):6d}/{n} {c:11.1f}s",
+            flush=True,
+        )
 
 
 def jacobian_table(title, fd, plain, q, qd):
@@ -193,7 +243,7 @@ def main(argv=None):
         "--skip",
         nargs="*",
         default=[],
-        choices=["serial", "flagellated", "jacobians", "simulations", "statics", "rigid"],
+        choices=["serial", "flagellated", "parallel", "jacobians", "simulations", "statics", "rigid"],
         help="robots or tables to leave out",
     )
     args = p.parse_args(argv)
@@ -210,6 +260,12 @@ def main(argv=None):
         simulation_table("flagellated robot", flagellated, torques, args.t_final, 1e-2)
     if "serial" not in args.skip and "statics" not in args.skip:
         statics_table(system, args.n_statics)
+    if "parallel" not in args.skip and "jacobians" not in args.skip:
+        parallel_jacobians()
+    if "parallel" not in args.skip and "simulations" not in args.skip:
+        simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2)
+    if "parallel" not in args.skip and "statics" not in args.skip:
+        parallel_statics(args.n_statics)
     if "rigid" not in args.skip:
         robots = args.robots
         if robots is None:
