@@ -47,7 +47,12 @@ from ._dynamics import (
     mass_matrix as mass_matrix,
     point_states as point_states,
 )
-from ._files import STRAINS as STRAINS, from_toml as from_toml, read_toml as read_toml
+from ._files import (
+    STRAINS as STRAINS,
+    closures_from_toml as closures_from_toml,
+    from_toml as from_toml,
+    read_toml as read_toml,
+)
 from ._model import (
     COORDINATES as COORDINATES,
     JOINTS as JOINTS,
@@ -102,6 +107,7 @@ __all__ = [
     "constrained_forward_dynamics",
     "constrained_residual",
     "from_toml",
+    "closures_from_toml",
     "read_toml",
     "STRAINS",
 ]

@@ -28,16 +28,17 @@ A file lists its links parents first; lengths in m, masses in kg, angles in rad:
     parent = "shoulder"
     joint = "soft"
     position = [0.1, 0.0, 0.0]
-    [link.rod]                         # a GVS rod along its base frame's x axis, circular section
+    [link.rod]                         # a GVS rod along its base frame's x axis
     length = 0.5
-    radius = [0.015, 0.01]             # base and tip (linear taper), or one number
+    radius = [0.015, 0.01]             # circular section: base and tip (linear taper), or one number; or a
+                                       #   rectangular one: width = 0.015 (along local y), height = 0.03 (along z)
     young = 1e6                        # E (Pa); density (kg/m³), poisson, damping (Pa·s) as jaxse3.rod.Material
     density = 1000.0
     poisson = 0.5
     damping = 1e4
     strains = ["wx", "wy", "wz", "vx"] # the strain components with modes (default all six)
-    order = 4                          # Legendre order of each (default 2)
-    gauss = 5                          # Gauss points (default order + 1)
+    order = 4                          # Legendre order of each (default 2), or one per strain: [3, 3, 3, 1]
+    gauss = 5                          # Gauss points (default the highest order + 1)
 
 Point wrenches (:class:`~jaxse3.linkage.PointLoad`) on a link's points, any number::
 
@@ -46,6 +47,16 @@ Point wrenches (:class:`~jaxse3.linkage.PointLoad`) on a link's points, any numb
     wrench = [0.0, 0.0, 0.0, 0.0, 0.0, -1.0]  # moment then force (N·m, N)
     frame = "world"                    # or "local" (a follower wrench); default world
     point = -1                         # the index among the link's points; default its end
+
+Loop closures of a closed chain (:class:`~jaxse3.linkage.Closure`, read by :func:`closures_from_toml`), any number::
+
+    [[closure]]
+    name = "pin"                       # optional: used in messages
+    link_a = "rocker"                  # frame A on this link's point (point_a, default −1: its end) ...
+    position_a = [0.3, 0.0, 0.0]       #   ... at this pose in the point's frame (rotation_a: a rotation vector)
+    link_b = "ground"                  # frame B likewise (link_b absent: the world; position_b, rotation_b, point_b)
+    kind = "planar"                    # fixed (default), spherical, revolute, prismatic, planar
+    axis = [0.0, 0.0, 1.0]             # revolute, prismatic and planar closures: the unit axis, in frame B
 
 Unknown fields are errors (they catch typos), as are unknown joints, parents that do not exist or come later (a
 cycle cannot be written), non-positive lengths, radii or masses, negative inertias, a basis order the Gauss points
@@ -62,18 +73,21 @@ import numpy as np
 import tomllib
 
 from jaxse3 import rigid, se3
+from jaxse3.linkage._closure import Closure
 from jaxse3.linkage._model import COORDINATES, JOINTS, Fluid, Link, Linkage, PointLoad
 from jaxse3.rod import Rod
 from jaxse3.rod.basis import LegendreBasis
-from jaxse3.rod.geometry import CircularSection, Material
+from jaxse3.rod.geometry import CircularSection, Material, RectangularSection
 
-__all__ = ["read_toml", "from_toml", "STRAINS"]
+__all__ = ["read_toml", "from_toml", "closures_from_toml", "STRAINS"]
 
 #: the strain components of a rod, in order (angular first)
 STRAINS = ("wx", "wy", "wz", "vx", "vy", "vz")
 _RIGID_FIELDS = {"mass", "com", "inertia", "volume", "drag", "added_mass", "actuated", "coordinates"}
 _COMMON_FIELDS = {"name", "parent", "joint", "position", "rotation", "axis", "pitch"}
-_ROD_FIELDS = {"length", "radius", "young", "density", "poisson", "damping", "strains", "order", "gauss"}
+_ROD_FIELDS = {
+    *("length", "radius", "width", "height", "young", "density", "poisson", "damping", "strains", "order", "gauss")
+}
 _FLUID_FIELDS = {"density", "drag_normal", "drag_tangential", "added_mass", "speed_scale"}
 
 
@@ -137,9 +151,12 @@ class _Fields:
         return a
 
 
-def _placement(f: _Fields) -> np.ndarray:
-    R = se3.exp(jnp.concatenate([jnp.asarray(f.vector("rotation", 3, (0.0, 0.0, 0.0))), jnp.zeros(3)]))[:3, :3]
-    return np.asarray(se3.from_rotation_translation(R, jnp.asarray(f.vector("position", 3, (0.0, 0.0, 0.0)))))
+def _placement(f: _Fields, suffix: str = "") -> np.ndarray:
+    """The pose of the fields ``position{suffix}`` and ``rotation{suffix}`` (a rotation vector), identity by default."""
+    rotation = f.vector(f"rotation{suffix}", 3, (0.0, 0.0, 0.0))
+    R = se3.exp(jnp.concatenate([jnp.asarray(rotation), jnp.zeros(3)]))[:3, :3]
+    position = f.vector(f"position{suffix}", 3, (0.0, 0.0, 0.0))
+    return np.asarray(se3.from_rotation_translation(R, jnp.asarray(position)))
 
 
 def _axis(f: _Fields, joint: str) -> np.ndarray | None:
@@ -200,8 +217,11 @@ def _coordinates(f: _Fields) -> str:
     return value
 
 
-def _rod(table: Any, where: str) -> Rod:
-    f = _Fields(table, where, _ROD_FIELDS)
+def _section(f: _Fields, where: str) -> CircularSection | RectangularSection:
+    if "width" in f.table or "height" in f.table:
+        if "radius" in f.table:
+            raise ValueError(f"{where}: give 'radius' (circular) or 'width' and 'height' (rectangular), not both")
+        return RectangularSection(f.number("width", positive=True), f.number("height", positive=True))
     radius = f.vector("radius", (1, 2)) if isinstance(f.table.get("radius"), list) else None
     if radius is None:
         r = f.number("radius", positive=True)
@@ -210,15 +230,27 @@ def _rod(table: Any, where: str) -> Rod:
         radius = np.array([radius[0], radius[0]])
     if (radius <= 0).any():
         raise ValueError(f"{where}: 'radius' must be positive, got {radius.tolist()}")
+    return CircularSection(float(radius[0]), float(radius[1]))
+
+
+def _rod(table: Any, where: str) -> Rod:
+    f = _Fields(table, where, _ROD_FIELDS)
+    section = _section(f, where)
     strains = f.table.get("strains", list(STRAINS))
     if not isinstance(strains, list) or not strains or any(s not in STRAINS for s in strains):
         raise ValueError(f"{where}: 'strains' must be a non-empty list of {list(STRAINS)}, got {strains!r}")
     order = f.table.get("order", 2)
-    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-        raise ValueError(f"{where}: 'order' must be a non-negative integer, got {order!r}")
-    gauss = f.table.get("gauss", order + 1)
-    if isinstance(gauss, bool) or not isinstance(gauss, int) or gauss < order + 1:
-        raise ValueError(f"{where}: 'gauss' must be an integer ≥ order + 1 = {order + 1}, got {gauss!r}")
+    orders = order if isinstance(order, list) else [order] * len(strains)
+    if len(orders) != len(strains) or any(isinstance(o, bool) or not isinstance(o, int) or o < 0 for o in orders):
+        raise ValueError(
+            f"{where}: 'order' must be a non-negative integer or a list of one per strain ({len(strains)}), "
+            f"got {order!r}"
+        )
+    top = max(orders)
+    gauss = f.table.get("gauss", top + 1)
+    if isinstance(gauss, bool) or not isinstance(gauss, int) or gauss < top + 1:
+        raise ValueError(f"{where}: 'gauss' must be an integer ≥ order + 1 = {top + 1}, got {gauss!r}")
+    by_strain = dict(zip(strains, orders))
     material = Material(
         E=f.number("young", positive=True),
         rho=f.number("density", positive=True),
@@ -227,9 +259,9 @@ def _rod(table: Any, where: str) -> Rod:
     )
     return Rod(
         length=f.number("length", positive=True),
-        section=CircularSection(float(radius[0]), float(radius[1])),
+        section=section,
         material=material,
-        basis=LegendreBasis(tuple(order if s in strains else None for s in STRAINS)),
+        basis=LegendreBasis(tuple(by_strain.get(s) for s in STRAINS)),
         n_gauss=gauss,
     )
 
@@ -238,10 +270,10 @@ def from_toml(source: str | os.PathLike) -> Linkage:
     """The :class:`~jaxse3.linkage.Linkage` of a TOML file (or TOML text); the format is in this module's docstring.
     Bad input raises ValueError naming the file, the link and the field."""
     data, label = read_toml(source)
-    unknown = sorted(set(data) - {"gravity", "fluid", "link", "load", "simulation"})
+    unknown = sorted(set(data) - {"gravity", "fluid", "link", "load", "closure", "simulation"})
     if unknown:
         raise ValueError(
-            f"{label}: unknown top-level field(s) {unknown}; expected gravity, fluid, link, load, simulation"
+            f"{label}: unknown top-level field(s) {unknown}; expected gravity, fluid, link, load, closure, simulation"
         )
     top = _Fields({k: v for k, v in data.items() if k == "gravity"}, label, {"gravity"})
     gravity = top.vector("gravity", 3, (0.0, 0.0, -9.81))
@@ -291,3 +323,46 @@ def from_toml(source: str | os.PathLike) -> Linkage:
         return Linkage(out, gravity, fluid=fluid, loads=loads)
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
+
+
+_CLOSURE_FIELDS = {"name", "link_a", "link_b", "kind", "axis", "point_a", "point_b"}
+_CLOSURE_FIELDS |= {f"{key}_{side}" for key in ("position", "rotation") for side in "ab"}
+
+
+def closures_from_toml(source: str | os.PathLike) -> tuple[Closure, ...]:
+    """The loop closures (:class:`~jaxse3.linkage.Closure`) of a model file's ``[[closure]]`` tables (module
+    docstring), in order; none without such tables. Checked against the linkage where they are used
+    (:func:`~jaxse3.linkage.check_closures`)."""
+    data, label = read_toml(source)
+    tables = data.get("closure", [])
+    if not isinstance(tables, list):
+        raise ValueError(f"{label}: write each closure as a [[closure]] table")
+    out = []
+    for i, table in enumerate(tables):
+        name = table.get("name") if isinstance(table, dict) else None
+        f = _Fields(table, f"{label}: closure {name or i + 1}", _CLOSURE_FIELDS)
+        link_a, link_b, kind = table.get("link_a"), table.get("link_b"), table.get("kind", "fixed")
+        if not isinstance(link_a, str) or not (link_b is None or isinstance(link_b, str)):
+            raise ValueError(f"{f.where}: 'link_a' (and 'link_b' if given) must be link names")
+        points = {k: table.get(k, -1) for k in ("point_a", "point_b")}
+        for key, point in points.items():
+            if isinstance(point, bool) or not isinstance(point, int):
+                raise ValueError(f"{f.where}: {key!r} must be an integer, got {point!r}")
+        axis = f.vector("axis", 3) if "axis" in table else None
+        try:
+            out.append(
+                Closure(
+                    link_a,
+                    link_b,
+                    kind,
+                    axis,
+                    point_a=points["point_a"],
+                    point_b=points["point_b"],
+                    placement_a=_placement(f, "_a"),
+                    placement_b=_placement(f, "_b"),
+                    name=None if name is None else str(name),
+                )
+            )
+        except ValueError as e:
+            raise ValueError(f"{label}: {e}") from None
+    return tuple(out)

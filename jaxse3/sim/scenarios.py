@@ -351,12 +351,15 @@ def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof
     """A model file run as ``jaxse3 run my_robot.toml``: the linkage of :func:`jaxse3.linkage.from_toml` and its
     ``[simulation]`` table — ``prescribed = { link = { amplitude = A, period = P } }`` (raised-cosine joint profiles
     from rest, :class:`RaisedCosine`), ``inputs = [...]`` (constant efforts and tensions, the linkage's inputs without
-    the prescribed joints'), ``q0 = [...]`` (the initial coordinates, at rest), and the settings of
-    :data:`RUN_SETTINGS`. Returns ``(system, inputs, settings, q0)``."""
+    the prescribed joints'), ``q0 = [...]`` (the initial coordinates, at rest), ``baumgarte_time`` (s, the loop
+    closures' time constant, default 0.01) and the settings of :data:`RUN_SETTINGS`. The file's ``[[closure]]``
+    tables (:func:`jaxse3.linkage.closures_from_toml`) make a closed chain. Returns ``(system, inputs, settings,
+    q0)``."""
     data, label = linkages.read_toml(source)
     linkage = linkages.from_toml(source)
+    closures = linkages.closures_from_toml(source)
     table = data.get("simulation", {})
-    allowed = {"prescribed", "inputs", "q0", *RUN_SETTINGS}
+    allowed = {"prescribed", "inputs", "q0", "baumgarte_time", *RUN_SETTINGS}
     where = f"{label}: [simulation]"
     if not isinstance(table, dict) or set(table) - allowed:
         raise ValueError(
@@ -378,7 +381,12 @@ def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof
     unknown = sorted(set(prescribed) - set(names))
     if unknown:
         raise ValueError(f"{where}: 'prescribed' names links that do not exist: {unknown}")
-    system = linkage_system(linkage, prescribed=tuple(names))
+    try:
+        system = linkage_system(
+            linkage, prescribed=tuple(names), closures=closures, baumgarte_time=table.get("baumgarte_time", 0.01)
+        )
+    except ValueError as e:
+        raise ValueError(f"{label}: {e}") from None
     n_inputs = len(system.params.known_inputs) if names else system.n_inputs
     values = np.asarray(table.get("inputs", np.zeros(n_inputs)), dtype=float)
     if values.shape != (n_inputs,):

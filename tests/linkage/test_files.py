@@ -85,6 +85,35 @@ def test_bad_model_files_name_the_link_and_the_field(text, match):
         lk.from_toml(text)
 
 
+def test_the_parallel_robot_file_is_the_scenario():
+    """A closed chain in a model file: rectangular sections, one Legendre order per strain, loads and [[closure]] tables
+    give the scenario's linkage and closures, and [simulation] its Baumgarte time."""
+    path = os.path.join(MODELS, "parallel_robot.toml")
+    (got, closures), (want, ref) = (lk.from_toml(path), lk.closures_from_toml(path)), scenarios.parallel_robot_linkage()
+    assert got.names == want.names and got.parents == want.parents and got.nv == got.nq == want.nv == 63
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-15), got, want)
+    assert [(c.link_a, c.link_b, c.kind) for c in closures] == [(c.link_a, c.link_b, c.kind) for c in ref]
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15), closures, ref)
+    system, inputs, settings, q0 = scenarios.from_toml(path)
+    assert float(system.params.baumgarte_time) == 0.01 and inputs.shape == (0,) and q0.shape == (63,)
+    assert settings == {"t_final": 10.0, "solver": "kvaerno5"}
+
+
+@pytest.mark.parametrize(
+    "closure, match",
+    [
+        ("link_a = 'a'\nkind = 'hinge'", "unknown 'kind'"),
+        ("link_a = 'a'\nkind = 'revolute'", "needs its 'axis'"),
+        ("link_a = 'a'\nspin = 1", r"unknown field\(s\) \['spin'\]"),
+        ("link_a = 'a'\npoint_a = 1.5", "'point_a' must be an integer"),
+        ("kind = 'fixed'", "'link_a' .* must be link names"),
+    ],
+)
+def test_bad_closure_tables_are_named(closure, match):
+    with pytest.raises(ValueError, match=match):
+        lk.closures_from_toml(GOOD + "\n[[closure]]\n" + closure + "\n")
+
+
 def test_loads_in_a_model_file():
     text = GOOD + "\n[[load]]\nlink = 'a'\nwrench = [0, 0, 1, 0, 0, -2]\nframe = 'local'\n"
     linkage = lk.from_toml(text)
