@@ -15,8 +15,8 @@ a linkage of rigid links alone runs on :mod:`jaxse3.rigid` through :meth:`Linkag
 ``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
 rule, the residual, the prescribed joints' efforts); ``_closure`` (loop-closure constraints of closed chains, seed
 003 §5.2: :class:`Closure`, the error, constraint matrix, its rate, the Baumgarte-stabilised forward dynamics with
-the multipliers and the residual of the same motion for Newmark-β and statics); ``_files`` (linkages from TOML
-files, :func:`from_toml`).
+the multipliers and the residual of the same motion for Newmark-β and statics, with their ``custom_jvp`` rules and
+the Jacobians of eqs. (50), (51)); ``_files`` (linkages from TOML files, :func:`from_toml`).
 """
 
 from ._closure import (
@@ -29,6 +29,7 @@ from ._closure import (
     closure_error_jacobian as closure_error_jacobian,
     closure_jacobian as closure_jacobian,
     constrained_forward_dynamics as constrained_forward_dynamics,
+    constrained_forward_dynamics_jacobians as constrained_forward_dynamics_jacobians,
     constrained_residual as constrained_residual,
 )
 from ._control import (
@@ -105,6 +106,7 @@ __all__ = [
     "closure_error_jacobian",
     "closure_bias",
     "constrained_forward_dynamics",
+    "constrained_forward_dynamics_jacobians",
     "constrained_residual",
     "from_toml",
     "closures_from_toml",

@@ -30,8 +30,10 @@ and ∂e/∂q have the same null space (the admissible velocities), which is all
 ∂e/∂q is the derivative.
 
 Derivatives with respect to q are tangent vectors δ (nv,) of :func:`~jaxse3.linkage.integrate` (the right
-perturbation; q ⊕ δ = q + δ where nq = nv). Differentiation of all the functions here is plain autodiff through the
-forward pass and the SE(3) core (no custom rule yet).
+perturbation; q ⊕ δ = q + δ where nq = nv). The closures' rows are differentiated by plain autodiff through the
+forward pass and the SE(3) core; the constrained forward dynamics and residual have ``custom_jvp`` rules (seed 003
+eqs. (50), (51), re-derived) built on the linkage's analytical derivatives of ID and τ
+(:func:`constrained_forward_dynamics`, :func:`constrained_forward_dynamics_jacobians`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
+from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
+from jaxse3.linkage._derivatives import IDDerivatives, covered
 from jaxse3.linkage._dynamics import (
     PointStates,
     check_state,
@@ -54,6 +58,7 @@ from jaxse3.linkage._dynamics import (
     point_states,
 )
 from jaxse3.linkage._model import Linkage, _concrete
+from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics_derivatives
 
 __all__ = [
     "CLOSURE_KINDS",
@@ -65,6 +70,7 @@ __all__ = [
     "closure_error_jacobian",
     "closure_bias",
     "constrained_forward_dynamics",
+    "constrained_forward_dynamics_jacobians",
     "constrained_residual",
 ]
 
@@ -369,42 +375,171 @@ def closure_bias(
     return _rows("closure_bias", linkage, closures, q, qd)[1].bias
 
 
-class _Bordered(NamedTuple):
-    """The Baumgarte solve at (q, q̇, u): q̈_B, λ, and the f = τ − ID(q, q̇, 0), M, A it was made of."""
-
-    qdd: Float[Array, " nv"]
-    lam: Float[Array, " n_c"]
-    f: Float[Array, " nv"]
-    M: Float[Array, "nv nv"]
-    A: Float[Array, "n_c nv"]
-
-
 def _check_baumgarte_time(fname: str, baumgarte_time) -> Array:
     T = jnp.asarray(baumgarte_time)
     c = _concrete(T)
     if T.shape != () or (c is not None and not (np.isfinite(c) and c > 0)):
         raise ValueError(f"{fname}: baumgarte_time must be a positive scalar (the time constant T_B), got {T!r}")
-    return T
+    return T.astype(jnp.result_type(float, T))
 
 
-def _bordered(fname: str, linkage: Linkage, closures, q, qd, u, baumgarte_time) -> _Bordered:
-    """The bordered system of eqs. (48), (49) solved by the Schur complement (:func:`constrained_forward_dynamics`)."""
-    closures, rows = _rows(fname, linkage, closures, q, qd)
-    args = check_state(fname, linkage, q=q, qd=qd, u=u)
-    q, qd, u = args["q"], args["qd"], args["u"]
-    T = _check_baumgarte_time(fname, baumgarte_time)
+def _checked(fname: str, linkage: Linkage, closures, baumgarte_time, **state) -> tuple:
+    """The checked closures, state arrays (in the order given) and T_B of a dynamics function (at trace time)."""
+    closures = check_closures(linkage, closures)
+    args = check_state(fname, linkage, **state)
+    return closures, [args[k] for k in state], _check_baumgarte_time(fname, baumgarte_time)
+
+
+class _Factors(NamedTuple):
+    """The factorisations of the bordered matrix [[M, −Aᵀ], [A, 0]] of eq. (48): M = LLᵀ, W = L⁻¹Aᵀ and the lower
+    Cholesky factor of the Schur complement A M⁻¹ Aᵀ = WᵀW (W and it None without closures)."""
+
+    L: Float[Array, "nv nv"]
+    W: Float[Array, "nv n_c"] | None
+    schur: Float[Array, "n_c n_c"] | None
+
+
+def _factor(M: Array, A: Array) -> _Factors:
+    L = jnp.linalg.cholesky(M)
+    if A.shape[0] == 0:
+        return _Factors(L, None, None)
+    W = jax.scipy.linalg.solve_triangular(L, A.T, lower=True)
+    return _Factors(L, W, jnp.linalg.cholesky(W.T @ W))
+
+
+def _solve(fac: _Factors, r1: Array, r2: Array) -> tuple[Array, Array]:
+    """(x, y) with [[M, −Aᵀ], [A, 0]] [x; y] = [r1; r2], by the Schur complement: z = L⁻¹r1, y = (WᵀW)⁻¹(r2 − Wᵀz),
+    x = L⁻ᵀ(z + Wy). r1 (nv,) or (nv, m), r2 (n_c,) or (n_c, m): the value's solve and the derivatives' share it."""
+    tri = jax.scipy.linalg.solve_triangular
+    z = tri(fac.L, r1, lower=True)
+    if fac.W is None:
+        return tri(fac.L.T, z, lower=False), r2
+    y = jax.scipy.linalg.cho_solve((fac.schur, True), r2 - fac.W.T @ z)
+    return tri(fac.L.T, z + fac.W @ y, lower=False), y
+
+
+class _Bordered(NamedTuple):
+    """The Baumgarte solve at (q, q̇, u): q̈_B, λ, M, the closures' rows and the factorisations."""
+
+    qdd: Float[Array, " nv"]
+    lam: Float[Array, " n_c"]
+    M: Float[Array, "nv nv"]
+    rows: _Rows
+    fac: _Factors
+
+
+def _bordered(linkage: Linkage, closures, q, qd, u, T) -> _Bordered:
+    """The bordered system of eqs. (48), (49) solved by the Schur complement (:func:`constrained_forward_dynamics`),
+    at checked arguments."""
+    _, rows = _rows("constrained_forward_dynamics", linkage, closures, q, qd)
     bias, M = inverse_dynamics_and_mass(linkage, q, qd)
     f = generalized_forces(linkage, q, qd, u) - bias
-    tri = jax.scipy.linalg.solve_triangular
-    L = jnp.linalg.cholesky(M)
-    y = tri(L, f, lower=True)
-    if not closures:
-        return _Bordered(tri(L.T, y, lower=False), rows.e, f, M, rows.A)
     T = T.astype(f.dtype)
-    rhs = -rows.bias - (2.0 / T) * (rows.A @ qd) - rows.e / T**2
-    W = tri(L, rows.A.T, lower=True)
-    lam = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(W.T @ W), rhs - W.T @ y)
-    return _Bordered(tri(L.T, y + W @ lam, lower=False), lam, f, M, rows.A)
+    fac = _factor(M, rows.A)
+    qdd, lam = _solve(fac, f, -rows.bias - (2.0 / T) * (rows.A @ qd) - rows.e / T**2)
+    return _Bordered(qdd, lam, M, rows, fac)
+
+
+def _fd_plain(linkage, closures, q, qd, u, T):
+    out = _bordered(linkage, closures, q, qd, u, T)
+    return out.qdd, out.lam
+
+
+def _residual_plain(linkage, closures, q, qd, qdd, u, T):
+    out = _bordered(linkage, closures, q, qd, u, T)
+    return out.M @ (out.qdd - qdd)
+
+
+class _Linearised(NamedTuple):
+    """The pieces of the derivatives of the bordered solve at (q, q̇, u, T_B) (:func:`_linearised`)."""
+
+    out: _Bordered
+    tau: tuple[Array, Array, Array]  # (∂τ/∂q, ∂τ/∂q̇, ∂τ/∂u)
+    id_b: IDDerivatives  # ID's derivatives at q̈ = q̈_B
+    id_at: IDDerivatives | None  # … and at a given q̈ (the residual's)
+    force_q: Float[Array, "nv nv"]  # ∂(Aᵀλ)/∂q at fixed λ
+    r2_q: Float[Array, "n_c nv"]  # ∂c/∂q − ∂(Aq̈_B)/∂q at fixed q̈_B
+    r2_qd: Float[Array, "n_c nv"]  # ∂c/∂q̇
+    r2_T: Float[Array, " n_c"]  # ∂c/∂T_B
+
+
+def _linearised(linkage: Linkage, closures, q, qd, u, T, qdd=None) -> _Linearised:
+    """The bordered solve (:func:`_bordered`) and the right-hand sides of its derivative (eqs. (50), (51) re-derived;
+    :func:`constrained_forward_dynamics`); with ``qdd``, ID's derivatives at that acceleration too (the residual's),
+    from the same derivative pass vectorised over the two accelerations."""
+    out = _bordered(linkage, closures, q, qd, u, T)
+    tau = generalized_forces_derivatives(linkage, q, qd, u)
+    if qdd is None:
+        id_b, id_at = inverse_dynamics_derivatives(linkage, q, qd, out.qdd), None
+    else:
+        both = jax.vmap(lambda a: inverse_dynamics_derivatives(linkage, q, qd, a))(jnp.stack([out.qdd, qdd]))
+        id_b, id_at = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
+    nv, n_c, dtype = linkage.nv, out.lam.shape[0], out.qdd.dtype
+    T = T.astype(dtype)
+    if n_c == 0:
+        zero = jnp.zeros((0, nv), dtype)
+        return _Linearised(out, tau, id_b, id_at, jnp.zeros((nv, nv), dtype), zero, zero, jnp.zeros(0, dtype))
+
+    def closure_terms(q):  # (Aᵀλ, Aq̈_B + Ȧq̇ + (2/T)Aq̇ + e/T², A) at fixed q̇, λ, q̈_B: one forward pass
+        rows = _rows("constrained_forward_dynamics", linkage, closures, q, qd)[1]
+        return rows.A.T @ out.lam, rows.A @ (out.qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2, rows.A
+
+    force_q, h_q, dA = jax.jacfwd(closure_terms)(q)  # dA[c, i, j] = ∂A_ci/∂q_j
+    rows = out.rows
+    # Ȧq̇ = G[q̇, q̇] with G[a, b] = Σ_j (∂A/∂q_j a_j) b, so ∂(Ȧq̇)/∂q̇ = G[·, q̇] + G[q̇, ·] = ∂(Aq̇)/∂q + Ȧ
+    h_qd = (2.0 / T) * rows.A + jnp.einsum("cij,i->cj", dA, qd) + dA @ qd
+    r2_T = (2.0 / T**2) * (rows.A @ qd) + (2.0 / T**3) * rows.e
+    return _Linearised(out, tau, id_b, id_at, force_q, -h_q, -h_qd, r2_T)
+
+
+def _rhs1(p: _Linearised, d: IDDerivatives) -> tuple[Array, Array, Array]:
+    """(∂/∂q, ∂/∂q̇, ∂/∂u) of τ − ID(q, q̇, q̈) + Aᵀλ at fixed q̈ and λ, ID's derivatives ``d`` taken at that q̈."""
+    tau_q, tau_qd, tau_u = p.tau
+    return tau_q - d.dq + p.force_q, tau_qd - d.dqd, tau_u
+
+
+def _tangent(p: _Linearised, dq, dqd, du, dT) -> tuple[Array, Array]:
+    """(dq̈_B, dλ) along state tangents (symbolic zeros skipped): the bordered solve of the linearised right-hand side
+    [dτ − dID|_{q̈_B} + (dA)ᵀλ; dc − (dA)q̈_B]."""
+    r1_q, r1_qd, r1_u = _rhs1(p, p.id_b)
+    r1 = accumulate(p.out.qdd, [(r1_q, dq), (r1_qd, dqd), (r1_u, du)])
+    r2 = accumulate(p.out.lam, [(p.r2_q, dq), (p.r2_qd, dqd), (lambda t: p.r2_T * t, dT)])
+    return _solve(p.out.fac, r1, r2)
+
+
+def _fd_jvp(primals, tangents):
+    linkage, closures, q, qd, u, T = primals
+    _, _, dq, dqd, du, dT = tangents
+    rest = jvp_of_rest(_fd_plain, primals, tangents, analytic=(2, 3, 4, 5))
+    if all(is_zero(t) for t in (dq, dqd, du, dT)):  # along the model's parameters only
+        out = _bordered(linkage, closures, q, qd, u, T)
+        zero = (jnp.zeros_like(out.qdd), jnp.zeros_like(out.lam))
+        return (out.qdd, out.lam), zero if rest is None else rest
+    p = _linearised(linkage, closures, q, qd, u, T)
+    dqdd, dlam = _tangent(p, dq, dqd, du, dT)
+    if rest is not None:
+        dqdd, dlam = dqdd + rest[0], dlam + rest[1]
+    return (p.out.qdd, p.out.lam), (dqdd, dlam)
+
+
+def _residual_jvp(primals, tangents):
+    linkage, closures, q, qd, qdd, u, T = primals
+    _, _, dq, dqd, dqdd, du, dT = tangents
+    rest = jvp_of_rest(_residual_plain, primals, tangents, analytic=(2, 3, 4, 5, 6))
+    if all(is_zero(t) for t in (dq, dqd, du, dT)):  # λ does not move: dr = −M dq̈ (+ the parameters')
+        out = _bordered(linkage, closures, q, qd, u, T)
+        r = out.M @ (out.qdd - qdd)
+        return r, accumulate(r, [(-out.M, dqdd)], rest)
+    p = _linearised(linkage, closures, q, qd, u, T, qdd)
+    _, dlam = _tangent(p, dq, dqd, du, dT)
+    r = p.out.M @ (p.out.qdd - qdd)
+    r_q, r_qd, r_u = _rhs1(p, p.id_at)
+    dr = accumulate(r, [(r_q, dq), (r_qd, dqd), (r_u, du), (-p.out.M, dqdd)], rest) + p.out.rows.A.T @ dlam
+    return r, dr
+
+
+_fd = custom_rule("linkage.constrained_forward_dynamics", _fd_plain, _fd_jvp)
+_residual = custom_rule("linkage.constrained_residual", _residual_plain, _residual_jvp)
 
 
 def constrained_forward_dynamics(
@@ -427,10 +562,55 @@ def constrained_forward_dynamics(
     M q̈ = τ − ID(q, q̇, 0) + Aᵀλ: Φ⊥λ is the wrench on frame A's body in frame B's coordinates (module docstring).
     Without closures, λ is empty and q̈ the open chain's forward dynamics.
 
-    Differentiation is plain autodiff through the forward passes and both factorisations (no custom rule yet).
+    Derivatives (a ``custom_jvp`` rule on (q̈, λ), counted as "linkage.constrained_forward_dynamics"; seed 003
+    eqs. (50), (51), re-derived: the paper's (D82) is misprinted): differentiating both block rows at the solution,
+    with ID(q, q̇, q̈) = ID(q, q̇, 0) + M q̈,
+
+        [[M, −Aᵀ], [A, 0]] [dq̈; dλ] = [dτ − (∂ID/∂q dq + ∂ID/∂q̇ dq̇)|_{q̈} + (dA)ᵀλ; dc − (dA)q̈],
+        c = −Ȧq̇ − (2/T_B)Aq̇ − e/T_B²,
+
+    solved with the value's factorisations. Analytic: ∂ID/∂q, ∂ID/∂q̇ at the solution q̈
+    (:func:`~jaxse3.linkage.inverse_dynamics_derivatives`, eqs. (21), (27), (39)–(42)), ∂τ/∂(q, q̇, u)
+    (:func:`~jaxse3.linkage.generalized_forces_derivatives`) and ∂c/∂T_B = (2/T_B²)Aq̇ + (2/T_B³)e. By autodiff,
+    ``jax.jacfwd`` in q (nv tangents) of one forward pass :func:`~jaxse3.linkage.point_states` giving the closures'
+    rows: ∂(Aᵀλ)/∂q at fixed λ, ∂(Aq̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B²)/∂q at fixed (q̇, q̈), and ∂A/∂q, from which
+    ∂(Ȧq̇ + (2/T_B)Aq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ + (2/T_B)A (Ȧq̇ is quadratic in q̇). (That pass through the rods' kinematics
+    costs about as much as ID's derivatives; the closed forms of (D68)–(D83) from the tree's forward sums would avoid
+    it.) Tangents along the model's parameters (the linkage's and the closures' arrays) are the plain autodiff JVP;
+    linkages with quaternion joints (:func:`~jaxse3.linkage._derivatives.covered`) are differentiated by plain
+    autodiff through the forward passes and both factorisations. The Jacobians themselves:
+    :func:`constrained_forward_dynamics_jacobians`.
     """
-    out = _bordered("constrained_forward_dynamics", linkage, closures, q, qd, u, baumgarte_time)
-    return out.qdd, out.lam
+    closures, (q, qd, u), T = _checked(
+        "constrained_forward_dynamics", linkage, closures, baumgarte_time, q=q, qd=qd, u=u
+    )
+    return (_fd if covered(linkage) else _fd_plain)(linkage, closures, q, qd, u, T)
+
+
+def constrained_forward_dynamics_jacobians(
+    linkage: Linkage,
+    closures: Closure | Sequence[Closure],
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    u: Float[Array, " n_inputs"],
+    baumgarte_time: Float[ArrayLike, ""],
+) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv n_inputs"]]:
+    """(∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂u) of :func:`constrained_forward_dynamics` (seed 003 eqs. (50), (51), re-derived; its
+    docstring): one Baumgarte solve, one derivative pass of ID at q̈, the closures' terms, and one bordered solve of
+    nv + nv + n_inputs right-hand sides with the value's factorisations."""
+    fname = "constrained_forward_dynamics_jacobians"
+    closures, (q, qd, u), T = _checked(fname, linkage, closures, baumgarte_time, q=q, qd=qd, u=u)
+    if not covered(linkage):
+        raise ValueError(
+            f"{fname}: the analytical derivatives do not cover spherical or free joints in quaternion coordinates; "
+            "differentiate jaxse3.linkage.constrained_forward_dynamics with jax.jacfwd"
+        )
+    p = _linearised(linkage, closures, q, qd, u, T)
+    r1 = jnp.concatenate(_rhs1(p, p.id_b), axis=1)
+    r2 = jnp.concatenate([p.r2_q, p.r2_qd, jnp.zeros((p.r2_q.shape[0], linkage.n_inputs), r1.dtype)], axis=1)
+    X = _solve(p.out.fac, r1, r2)[0]
+    nv = linkage.nv
+    return X[:, :nv], X[:, nv : 2 * nv], X[:, 2 * nv :]
 
 
 def constrained_residual(
@@ -464,9 +644,18 @@ def constrained_residual(
       equilibrium and ∂r/∂q is singular.
 
     This is the index-1 (Baumgarte) form; the index-3 residual [τ − ID + Aᵀλ; e] of eq. (52) with λ as unknowns is
-    not implemented. Without closures, r = τ − ID(q, q̇, q̈). Differentiation: plain autodiff (as the forward dynamics).
+    not implemented. Without closures, r = τ − ID(q, q̇, q̈).
+
+    Derivatives (a ``custom_jvp`` rule, counted as "linkage.constrained_residual"): differentiating the first form,
+
+        dr = dτ − (∂ID/∂q dq + ∂ID/∂q̇ dq̇)|_{q̈} − M dq̈ + (dA)ᵀλ + Aᵀ dλ,
+
+    with ID's derivatives at the given q̈ and dλ from the derivative of the bordered solve
+    (:func:`constrained_forward_dynamics`), which needs them at q̈_B: one analytical derivative pass vectorised over
+    the two accelerations, the closures' terms by autodiff as there. Parameters' tangents and linkages with
+    quaternion joints: plain autodiff, as the forward dynamics.
     """
-    fname = "constrained_residual"
-    qdd = check_state(fname, linkage, qdd=qdd)["qdd"]
-    out = _bordered(fname, linkage, closures, q, qd, u, baumgarte_time)
-    return out.M @ (out.qdd - qdd)
+    closures, (q, qd, qdd, u), T = _checked(
+        "constrained_residual", linkage, closures, baumgarte_time, q=q, qd=qd, qdd=qdd, u=u
+    )
+    return (_residual if covered(linkage) else _residual_plain)(linkage, closures, q, qd, qdd, u, T)

@@ -348,7 +348,7 @@ def linkage_system(
     positive scalar; ``system.params`` is a :class:`ClosedChain`):
 
     * the forward dynamics is the q̈ of :func:`jaxse3.linkage.constrained_forward_dynamics`, so the diffrax solvers
-      integrate the Baumgarte motion (kvaerno5/3 with their Jacobian by autodiff through it; tsit5, dopri5);
+      integrate the Baumgarte motion (kvaerno5/3 with their Jacobian through its rule, eqs. (50), (51); tsit5, dopri5);
     * the residual is :func:`jaxse3.linkage.constrained_residual`, τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀλ(q, q̇, u) with
       the Baumgarte multipliers, = M(q)(q̈_B − q̈): zero along the same motion, so Newmark-β integrates it, and at
       rest M q̈_B(q, 0, u), zero exactly at the constrained equilibria (τ − ID + Aᵀλ = 0 and e(q) = 0), so

@@ -82,7 +82,7 @@ def test_the_reference_motion_is_large(reference):
 
 
 def test_kvaerno5_follows_the_reduced_lagrangian_dynamics(system, reference):
-    """Kvaerno5 (Jacobian by autodiff through the constrained forward dynamics), rtol 1e−8, from the consistent
+    """Kvaerno5 (Jacobian through the constrained forward dynamics' rule), rtol 1e−8, from the consistent
     rest q(θ₀). Observed (float64): |Δθ| 1.4e−7 rad, the coupler's and rocker's coordinates within 1.0e−7 rad of the
     closed form q(θ(t)), ‖e‖ ≤ 7.5e−9, ‖Aq̇‖ ≤ 7.7e−7 /s, energy within 1.0e−6 J of its start while the kinetic energy
     swings by 2.15 J (the undamped chain conserves it; along the exact Baumgarte motion from a consistent state
