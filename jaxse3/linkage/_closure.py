@@ -53,8 +53,8 @@ from jaxse3.linkage._derivatives import IDDerivatives, covered
 from jaxse3.linkage._dynamics import (
     PointStates,
     check_state,
+    dynamics_of_states,
     generalized_forces,
-    inverse_dynamics_and_mass,
     point_states,
 )
 from jaxse3.linkage._model import Linkage, _concrete
@@ -315,11 +315,15 @@ def _rows(
     """The checked closures and their rows at (q, q̇) from one forward pass (:func:`point_states` at q̈ = 0)."""
     closures = check_closures(linkage, closures)
     args = check_state(fname, linkage, q=q, qd=qd)
-    s = point_states(linkage, args["q"], args["qd"])
+    return closures, _rows_of_states(linkage, closures, point_states(linkage, args["q"], args["qd"]), error_jacobian)
+
+
+def _rows_of_states(linkage: Linkage, closures, s: PointStates, error_jacobian: bool = False) -> _Rows:
+    """The closures' rows from the point states ``s`` at (q, q̇, q̈ = 0)."""
     dtype = s.J.dtype
     if not closures:
         none, empty = jnp.zeros(0, dtype), jnp.zeros((0, linkage.nv), dtype)
-        return closures, _Rows(none, empty, none, empty if error_jacobian else None)
+        return _Rows(none, empty, none, empty if error_jacobian else None)
     parts = []
     for c in closures:
         r = _relative(linkage, c, s)
@@ -328,7 +332,7 @@ def _rows(
         parts.append((Pt @ eps, Pt @ r.V, Pt @ r.acc, Pt @ se3.dexp_inv(eps) @ r.V if error_jacobian else None))
     e, A, bias, de = zip(*parts)
     cat = lambda x: None if x[0] is None else jnp.concatenate(x)
-    return closures, _Rows(cat(e), cat(A), cat(bias), cat(de))
+    return _Rows(cat(e), cat(A), cat(bias), cat(de))
 
 
 def closure_error(
@@ -431,8 +435,9 @@ class _Bordered(NamedTuple):
 def _bordered(linkage: Linkage, closures, q, qd, u, T) -> _Bordered:
     """The bordered system of eqs. (48), (49) solved by the Schur complement (:func:`constrained_forward_dynamics`),
     at checked arguments."""
-    _, rows = _rows("constrained_forward_dynamics", linkage, closures, q, qd)
-    bias, M = inverse_dynamics_and_mass(linkage, q, qd)
+    s = point_states(linkage, q, qd)  # one forward pass for the closures' rows, ID(q, q̇, 0) and M
+    rows = _rows_of_states(linkage, closures, s)
+    bias, M = dynamics_of_states(linkage, s)
     f = generalized_forces(linkage, q, qd, u) - bias
     T = T.astype(f.dtype)
     fac = _factor(M, rows.A)
@@ -555,7 +560,8 @@ def constrained_forward_dynamics(
         [[M, −Aᵀ], [A, 0]] [q̈; λ] = [τ(q, q̇, u) − ID(q, q̇, 0); −Ȧq̇ − (2/T_B) A q̇ − (1/T_B²) e],
 
     with Baumgarte stabilisation of time constant T_B = ``baumgarte_time`` (> 0, a scalar) and M, ID(q, q̇, 0) from
-    :func:`~jaxse3.linkage._dynamics.inverse_dynamics_and_mass`, τ from :func:`~jaxse3.linkage.generalized_forces`.
+    :func:`~jaxse3.linkage._dynamics.inverse_dynamics_and_mass` (one forward pass with the closures' rows), τ from
+    :func:`~jaxse3.linkage.generalized_forces`.
     Solved by the Schur complement: M = LLᵀ (Cholesky), W = L⁻¹Aᵀ, y = L⁻¹(τ − ID), the n_c × n_c symmetric positive
     definite A M⁻¹ Aᵀ = WᵀW (Cholesky again) gives λ = (WᵀW)⁻¹(rhs₂ − Wᵀy), then q̈ = L⁻ᵀ(y + Wλ). A must have full
     row rank (independent closures; a planar mechanism needs ``"planar"`` closures). λ's convention is eq. (46a)'s

@@ -52,6 +52,7 @@ __all__ = [
     "forward_kinematics",
     "inverse_dynamics_autodiff",
     "inverse_dynamics_and_mass",
+    "dynamics_of_states",
     "mass_matrix",
     "generalized_forces",
     "check_state",
@@ -314,7 +315,14 @@ def inverse_dynamics_and_mass(
 ) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"]]:
     """ID(q, q̇, q̈) = Σ_k J_kᵀ 𝓕_k + diag(armature) q̈ (seed 003 eqs. (14), (16)) and M(q) = Σ_k J_kᵀ 𝓜_k J_k +
     diag(armature) (eqs. (32), (34)) from one forward pass (module docstring); ``qd``, ``qdd`` default to zero."""
-    s = point_states(linkage, q, qd, qdd)
+    return dynamics_of_states(linkage, point_states(linkage, q, qd, qdd), qdd)
+
+
+def dynamics_of_states(
+    linkage: Linkage, s: PointStates, qdd: Float[Array, " nv"] | None = None
+) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"]]:
+    """:func:`inverse_dynamics_and_mass` from the forward pass ``s`` of :func:`point_states` at (q, q̇, q̈) (``qdd``:
+    that q̈, for the armature's term; None for zero), for callers that need the point states too."""
     arm = linkage.armature.astype(s.J.dtype)
     tau = jnp.einsum("kin,ki->n", s.J, _point_wrenches(linkage, s))
     M = jnp.einsum("kin,kij,kjm->nm", s.J, s.M, s.J) + jnp.diag(arm)
