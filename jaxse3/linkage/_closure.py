@@ -57,7 +57,7 @@ from jaxse3.linkage._dynamics import (
     generalized_forces,
     point_states,
 )
-from jaxse3.linkage._model import Linkage, _concrete
+from jaxse3.linkage._model import Linkage, _concrete, checked_pose, plane_frame
 from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics_derivatives
 
 __all__ = [
@@ -87,15 +87,6 @@ def _unit_axis(owner: str, axis) -> Float[Array, " 3"]:
     return a
 
 
-def _plane(a: Float[Array, " 3"]) -> tuple[Float[Array, " 3"], Float[Array, " 3"]]:
-    """(t₁, t₂) with (t₁, t₂, a) a right-handed orthonormal frame (as :func:`~jaxse3.linkage.joint_basis`'s)."""
-    eye = jnp.eye(3, dtype=a.dtype)
-    e = jnp.where(jnp.abs(a[0]) < 0.9, eye[0], eye[1])  # the unit vector least aligned with a
-    t1 = e - (e @ a) * a
-    t1 = t1 / jnp.linalg.norm(t1)
-    return t1, jnp.cross(a, t1)
-
-
 def closure_basis(kind: str, axis: Float[ArrayLike, " 3"] | None = None) -> Float[Array, "6 k"]:
     """Φ⊥ (6, k) of a closure joint (seed 003 eq. (47)): orthonormal columns spanning the directions of se(3), angular
     first, in which the joint does not let frame A move relative to frame B.
@@ -121,7 +112,7 @@ def closure_basis(kind: str, axis: Float[ArrayLike, " 3"] | None = None) -> Floa
     if axis is None:
         raise ValueError(f"{owner}: a {kind} closure needs its 'axis', a unit 3-vector")
     a = _unit_axis(owner, axis)
-    t1, t2 = _plane(a)
+    t1, t2 = plane_frame(a)
     z = jnp.zeros(3, a.dtype)
     ang = lambda v: jnp.concatenate([v, z])
     lin = lambda v: jnp.concatenate([z, v])
@@ -131,21 +122,6 @@ def closure_basis(kind: str, axis: Float[ArrayLike, " 3"] | None = None) -> Floa
         "planar": [lin(t1), lin(t2)],
     }[kind]
     return jnp.stack(columns, axis=1)
-
-
-def _pose(owner: str, field: str, placement) -> Float[Array, "4 4"]:
-    P = jnp.eye(4) if placement is None else jnp.asarray(placement, dtype=float)
-    c = _concrete(P)
-    if P.shape != (4, 4) or (
-        c is not None
-        and (
-            not np.isfinite(c).all()
-            or np.abs(c[:3, :3].T @ c[:3, :3] - np.eye(3)).max() > 1e-9
-            or np.abs(c[3] - (0, 0, 0, 1)).max() > 0
-        )
-    ):
-        raise ValueError(f"{owner}: {field!r} must be a pose (4, 4) [[R, p], [0, 1]] with R a rotation")
-    return P
 
 
 def _index(owner: str, field: str, point) -> int:
@@ -204,8 +180,8 @@ class Closure(eqx.Module):
             raise ValueError(f"{owner}: 'link_a' must be a link's name and 'link_b' a link's name or None")
         self.link_a, self.link_b = link_a, link_b
         self.point_a, self.point_b = _index(owner, "point_a", point_a), _index(owner, "point_b", point_b)
-        self.placement_a = _pose(owner, "placement_a", placement_a)
-        self.placement_b = _pose(owner, "placement_b", placement_b)
+        self.placement_a = checked_pose(owner, "placement_a", placement_a)
+        self.placement_b = checked_pose(owner, "placement_b", placement_b)
         if constrained is not None:
             if kind is not None or axis is not None:
                 raise ValueError(f"{owner}: give either 'constrained' or a 'kind' (with its 'axis'), not both")

@@ -54,6 +54,8 @@ __all__ = [
     "point_inertias",
     "point_loads",
     "joint_basis",
+    "plane_frame",
+    "checked_pose",
     "JOINTS",
     "COORDINATES",
 ]
@@ -311,26 +313,39 @@ def joint_basis(link: Link) -> Float[Array, "6 k"]:
     if link.joint == "cylindrical":
         return jnp.stack([jnp.concatenate([a, z3]), jnp.concatenate([z3, a])], axis=1)
     if link.joint == "planar":
-        e = jnp.where(jnp.abs(a[0]) < 0.9, eye[0, :3], eye[1, :3])  # the unit vector least aligned with n
-        t1 = e - (e @ a) * a
-        t1 = t1 / jnp.linalg.norm(t1)
-        t2 = jnp.cross(a, t1)
+        t1, t2 = plane_frame(a)
         return jnp.stack([jnp.concatenate([a, z3]), jnp.concatenate([z3, t1]), jnp.concatenate([z3, t2])], axis=1)
     raise ValueError(f"joint_basis: link {link.name!r} has a {link.joint} joint, not one in exponential coordinates")
 
 
-def _placement(name: str, placement) -> Float[Array, "4 4"]:
-    P = jnp.eye(4) if placement is None else jnp.asarray(placement, dtype=float)
+def plane_frame(n: Float[Array, " 3"]) -> tuple[Float[Array, " 3"], Float[Array, " 3"]]:
+    """(t₁, t₂) with (t₁, t₂, n) a right-handed orthonormal frame, for a unit normal n (t₁ from the coordinate axis
+    least aligned with n): the in-plane directions of planar joints and planar closures."""
+    eye = jnp.eye(3, dtype=n.dtype)
+    e = jnp.where(jnp.abs(n[0]) < 0.9, eye[0], eye[1])
+    t1 = e - (e @ n) * n
+    t1 = t1 / jnp.linalg.norm(t1)
+    return t1, jnp.cross(n, t1)
+
+
+def checked_pose(owner: str, field: str, pose: Float[ArrayLike, "4 4"] | None) -> Float[Array, "4 4"]:
+    """``pose`` as a (4, 4) array (identity for None), checked where concrete: finite, [[R, p], [0, 1]] with R a
+    rotation; a ``ValueError`` names ``owner`` and ``field`` otherwise."""
+    P = jnp.eye(4) if pose is None else jnp.asarray(pose, dtype=float)
     if P.shape != (4, 4):
-        raise ValueError(f"Link {name!r}: 'placement' must be a pose of shape (4, 4), got {P.shape}")
+        raise ValueError(f"{owner}: {field!r} must be a pose of shape (4, 4), got {P.shape}")
     c = _concrete(P)
     if c is not None and (
         not np.isfinite(c).all()
         or np.abs(c[:3, :3].T @ c[:3, :3] - np.eye(3)).max() > 1e-9
         or np.abs(c[3] - (0, 0, 0, 1)).max() > 0
     ):
-        raise ValueError(f"Link {name!r}: 'placement' must be a finite pose [[R, p], [0, 1]] with R a rotation")
+        raise ValueError(f"{owner}: {field!r} must be a pose [[R, p], [0, 1]], finite, with R a rotation")
     return P
+
+
+def _placement(name: str, placement) -> Float[Array, "4 4"]:
+    return checked_pose(f"Link {name!r}", "placement", placement)
 
 
 def _offsets(sizes: Sequence[int]) -> tuple[int, ...]:
