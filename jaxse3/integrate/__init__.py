@@ -22,6 +22,8 @@ from jaxse3.integrate.local_coordinates import (
     zero_coordinates as zero_coordinates,
 )
 from jaxse3.integrate.newmark import (
+    ConstrainedNewmark as ConstrainedNewmark,
+    ConstrainedResidualTerm as ConstrainedResidualTerm,
     Newmark as Newmark,
     NewmarkState as NewmarkState,
     SecondOrderResidualTerm as SecondOrderResidualTerm,

@@ -50,7 +50,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, unwrap_term
 from jaxse3.lie.tangents import dense, jvp_moving
 
-__all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState"]
+__all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState", "ConstrainedResidualTerm", "ConstrainedNewmark"]
 
 
 def _check_vector(y0, jacobian):
@@ -329,3 +329,211 @@ class Newmark(AbstractSolver):
         args: PyTree[Any],
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         return unwrap_term(terms, SecondOrderResidualTerm).vf(t0, y0, args)
+
+
+class ConstrainedResidualTerm(AbstractTerm):
+    """The index-3 system ``r(t, q, q̇, q̈, λ, args) = 0``, ``e(t, q, args) = 0``: a second-order residual with m
+    holonomic constraints e whose multipliers λ enter r (e.g. ``r = τ − ID(q, q̇, q̈) + A(q)ᵀλ``, seed 003 eq. (52a)).
+
+    Attributes:
+        residual: ``residual(t, q, qd, qdd, lam, args) -> (n,)``.
+        constraint: ``constraint(t, q, args) -> (m,)``.
+        jacobian: optional ``jacobian(t, q, qd, qdd, lam, args) -> (∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)``, shapes
+            ``(n, n)`` three times, ``(n, m)``, ``(m, n)`` (blocks with a leading ``B`` for a stack ``q`` ``(B, n)``,
+            ``λ`` ``(B, m)``); when None, ``jax.jacfwd`` of ``residual`` and ``constraint`` (vectors only).
+
+    Integrated by :class:`ConstrainedNewmark`. As a diffrax term, ``vf(t, (q, q̇), args)`` returns ``(q̇, q̈)`` with
+    ``(q̈, λ)`` solving r = 0 and ë = 0 (:meth:`solve_acceleration`).
+    """
+
+    residual: Callable[..., jax.Array]
+    constraint: Callable[..., jax.Array]
+    jacobian: Callable[..., tuple[jax.Array, ...]] | None = None
+
+    def partials(
+        self,
+        t: Real[ArrayLike, ""],
+        q: Float[Array, "*b n"],
+        qd: Float[Array, "*b n"],
+        qdd: Float[Array, "*b n"],
+        lam: Float[Array, "*b m"],
+        args: PyTree[Any],
+    ) -> tuple[Array, Array, Array, Array, Array, Array, Array]:
+        """``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)`` at one point."""
+        if self.jacobian is not None:
+            r, e = self.residual(t, q, qd, qdd, lam, args), self.constraint(t, q, args)
+            return (r, e, *self.jacobian(t, q, qd, qdd, lam, args))
+        twice = lambda *a: (self.residual(t, *a, args),) * 2  # r as the JVP's primal: one evaluation of r
+        (r_q, r_qd, r_qdd, r_lam), r = jax.jacfwd(twice, argnums=(0, 1, 2, 3), has_aux=True)(q, qd, qdd, lam)
+        e_q, e = jax.jacfwd(lambda q_: (self.constraint(t, q_, args),) * 2, has_aux=True)(q)
+        return r, e, r_q, r_qd, r_qdd, r_lam, e_q
+
+    def constraint_bias(
+        self, t: Real[ArrayLike, ""], q: Float[Array, "*b n"], qd: Float[Array, "*b n"], args: PyTree[Any]
+    ) -> Float[Array, "*b m"]:
+        """``ë − (∂e/∂q) q̈``: the second derivative of ``s ↦ e(t + s, q + s q̇)`` at s = 0 (by nested JVPs)."""
+        one = jnp.ones_like(jnp.asarray(t, dtype=q.dtype))
+        path = lambda s: self.constraint(t + s, q + s * qd, args)
+        rate = lambda s: jax.jvp(path, (s,), (one,))[1]
+        return jax.jvp(rate, (jnp.zeros_like(one),), (one,))[1]
+
+    def solve_acceleration(
+        self,
+        t: Real[ArrayLike, ""],
+        q: Float[Array, "*b n"],
+        qd: Float[Array, "*b n"],
+        args: PyTree[Any],
+        tol: float,
+        max_iters: int,
+        scale: Float[ArrayLike, ""] = 1.0,
+    ) -> NewtonResult:
+        """``x = (q̈, λ)`` (concatenated, ``(*b, n + m)``) with ``r(t, q, q̇, q̈, λ) = 0`` and the constraints'
+        second derivative ``ë = (∂e/∂q) q̈ + b = 0`` (b: :meth:`constraint_bias`), by a chord iteration from x = 0 with
+        the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
+        mechanics: one update); test ``scale ‖(r, ë)‖_∞ ≤ tol``."""
+        n, zero = q.shape[-1], jnp.zeros_like(qd)
+        dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
+        t_, q_, qd_, args_ = eqx.combine(jax.lax.stop_gradient(dyn), static)
+        m = jax.eval_shape(lambda: self.constraint(t_, q_, args_)).shape[-1]
+        lam0 = jnp.zeros((*q.shape[:-1], m), q.dtype)
+
+        def residual(x, p):
+            term, t_, q_, qd_, args_, scale_ = p
+            r = term.residual(t_, q_, qd_, x[..., :n], x[..., n:], args_)
+            e_qdd = jax.jvp(lambda q: term.constraint(t_, q, args_), (q_,), (x[..., :n],))[1]
+            edd = e_qdd + term.constraint_bias(t_, q_, qd_, args_)
+            return scale_ * jnp.concatenate([r, edd], axis=-1)
+
+        def matrix(x, p):
+            term, t_, q_, qd_, args_, scale_ = p
+            _, _, _, _, r_qdd, r_lam, e_q = term.partials(t_, q_, qd_, x[..., :n], x[..., n:], args_)
+            return scale_ * _bordered(r_qdd, r_lam, e_q)
+
+        x0 = jnp.concatenate([zero, lam0], axis=-1)
+        first = factor(matrix(x0, (self, t_, q_, qd_, args_, jax.lax.stop_gradient(scale))))
+        return modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)
+
+    def vf(
+        self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
+        q, qd = y
+        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        qdd = sol.value[..., : q.shape[-1]]
+        return qd, eqx.error_if(qdd, ~sol.converged, "ConstrainedResidualTerm.vf: Newton did not converge")
+
+    def contr(self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""], **kwargs: Any) -> Real[ArrayLike, ""]:
+        return t1 - t0
+
+    def prod(self, vf: PyTree[Array], control: Real[ArrayLike, ""]) -> PyTree[Array]:
+        return jax.tree_util.tree_map(lambda x: x * control, vf)
+
+
+def _bordered(top_left: Array, top_right: Array, bottom_left: Array) -> Array:
+    """``[[top_left, top_right], [bottom_left, 0]]`` (blocks with leading batch axes)."""
+    m = bottom_left.shape[-2]
+    zero = jnp.zeros((*bottom_left.shape[:-1], m), bottom_left.dtype)
+    top = jnp.concatenate([top_left, top_right], axis=-1)
+    return jnp.concatenate([top, jnp.concatenate([bottom_left, zero], axis=-1)], axis=-2)
+
+
+class ConstrainedNewmark(Newmark):
+    """Newmark-β on an index-3 system (:class:`ConstrainedResidualTerm`; seed 003 eqs. (52a), (52b) with the
+    chain factors of eq. (12), which the paper leaves out): per step, Newton on x = (q̈_{n+1}, λ_{n+1}) for
+
+        R(x) = [βh² r(t_{n+1}, q_{n+1}, q̇_{n+1}, q̈_{n+1}, λ_{n+1});  e(t_{n+1}, q_{n+1})] = 0,
+        ∂R/∂x = βh² [[∂r/∂q̈ + γh ∂r/∂q̇ + βh² ∂r/∂q,  ∂r/∂λ],  [∂e/∂q,  0]],
+
+    with q_{n+1}, q̇_{n+1} from the Newmark update of :class:`Newmark`. The constraints hold at every step to the
+    Newton tolerance (``‖e‖_∞ ≤ tol``, beside ``βh² ‖r‖_∞ ≤ tol``): no drift in e, whatever the step. Their rates are
+    not imposed: A q̇ is O(h²) small, without drift. The common factor βh² keeps the matrix's condition independent
+    of h (the classical scaling of index-3 Newmark). The state carries ``x = (q̈, λ)`` concatenated in
+    ``NewmarkState.acceleration``; the start solves r = 0 with ë = 0
+    (:meth:`ConstrainedResidualTerm.solve_acceleration`), so (q0, q̇0) should satisfy e = 0 and ė = 0. Steps are
+    differentiable by the implicit function theorem (the JVP of R in the previous state and the parameters by autodiff).
+    Attributes and options as :class:`Newmark`.
+    """
+
+    term_structure: ClassVar = ConstrainedResidualTerm
+
+    def init(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+    ) -> NewmarkState:
+        term = unwrap_term(terms, ConstrainedResidualTerm)
+        q0, qd0 = y0
+        _check_vector(y0, term.jacobian)
+        h = t1 - t0
+        sol = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
+        x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
+        zero = jnp.asarray(0, jnp.int32)
+        if self.iteration == "newton":
+            return NewmarkState(x0, zero, zero, zero, None)
+        S = jax.lax.stop_gradient(self._system(x0, (self, term, t1, h, y0, x0, args))[1])
+        return NewmarkState(x0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
+
+    @staticmethod
+    def _residual(x, p):
+        solver, term, t1, h, y0, x0, args = p
+        n = y0[0].shape[-1]
+        q, qd = solver.predict(h, y0, x0[..., :n], x[..., :n])
+        r = solver.beta * h * h * term.residual(t1, q, qd, x[..., :n], x[..., n:], args)
+        return jnp.concatenate([r, term.constraint(t1, q, args)], axis=-1)
+
+    @staticmethod
+    def _system(x, p):
+        solver, term, t1, h, y0, x0, args = p
+        n = y0[0].shape[-1]
+        q, qd = solver.predict(h, y0, x0[..., :n], x[..., :n])
+        r, e, r_q, r_qd, r_qdd, r_lam, e_q = term.partials(t1, q, qd, x[..., :n], x[..., n:], args)
+        scale = solver.beta * h * h
+        S = scale * _bordered(r_qdd + solver.gamma * h * r_qd + scale * r_q, r_lam, e_q)
+        return jnp.concatenate([scale * r, e], axis=-1), S
+
+    def step(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        t1: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+        solver_state: NewmarkState,
+        made_jump: Bool[ArrayLike, ""],
+    ) -> tuple[tuple[Float[Array, "*b n"], Float[Array, "*b n"]], None, dict[str, Any], NewmarkState, RESULTS]:
+        del made_jump
+        term = unwrap_term(terms, ConstrainedResidualTerm)
+        h = t1 - t0
+        x0 = solver_state.acceleration
+        params = (self, term, t1, h, y0, x0, args)
+        if self.iteration == "newton":
+            sol = newton(self._system, x0, params, self.tol, self.max_iters)
+            factors, jacobians = None, sol.num_steps + 1
+        else:
+            matrix = lambda x, p: self._system(x, p)[1]
+            sol = modified_newton(
+                self._residual, matrix, x0, params, solver_state.factors, self.tol, self.max_iters, self.rate
+            )
+            factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
+        n = y0[0].shape[-1]
+        y1 = self.predict(h, y0, x0[..., :n], sol.value[..., :n])
+        state = NewmarkState(
+            sol.value,
+            solver_state.newton_iterations + sol.num_steps,
+            jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
+            solver_state.jacobian_evaluations + jacobians,
+            factors,
+        )
+        result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
+        return y1, None, dict(y0=y0, y1=y1), state, result
+
+    def func(
+        self,
+        terms: PyTree[AbstractTerm],
+        t0: Real[ArrayLike, ""],
+        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        args: PyTree[Any],
+    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
+        return unwrap_term(terms, ConstrainedResidualTerm).vf(t0, y0, args)
