@@ -31,6 +31,7 @@ from ._closure import (
     constrained_forward_dynamics as constrained_forward_dynamics,
     constrained_forward_dynamics_jacobians as constrained_forward_dynamics_jacobians,
     constrained_residual as constrained_residual,
+    index3_residual as index3_residual,
 )
 from ._control import (
     JointControl as JointControl,
@@ -108,6 +109,7 @@ __all__ = [
     "constrained_forward_dynamics",
     "constrained_forward_dynamics_jacobians",
     "constrained_residual",
+    "index3_residual",
     "from_toml",
     "closures_from_toml",
     "read_toml",

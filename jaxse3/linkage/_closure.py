@@ -12,7 +12,9 @@ With n_c = Σ k the rows of all closures stacked (∥, in the order given):
 * ∂e/∂q = ∥ Φ⊥ᵀ dexp_ε⁻¹(Ad_{g_BA} J_A − J_B) (D80 with Φ⊥ᵀ for Φ⊥; :func:`closure_error_jacobian`);
 * the forward dynamics of the closed chain with Baumgarte stabilisation (eqs. (46), (48), (49);
   :func:`constrained_forward_dynamics`), which also returns the multipliers λ, and the residual
-  τ − ID(q, q̇, q̈) + Aᵀλ of the same Baumgarte motion for Newmark-β and statics (:func:`constrained_residual`).
+  τ − ID(q, q̇, q̈) + Aᵀλ of the same Baumgarte motion for Newmark-β and statics (:func:`constrained_residual`);
+* the residual τ − ID(q, q̇, q̈) + A(q)ᵀλ with the multipliers λ as independent variables (eq. (52a);
+  :func:`index3_residual`), which the index-3 Newmark-β integrates together with e(q) = 0.
 
 Frames on a link: ``point`` indexes the link's computational points (:meth:`~jaxse3.linkage.Linkage.points_of`; −1,
 the default, is its end: a rigid link's frame, a rod's tip) and ``placement`` (4, 4) is the frame's pose in that
@@ -72,6 +74,7 @@ __all__ = [
     "constrained_forward_dynamics",
     "constrained_forward_dynamics_jacobians",
     "constrained_residual",
+    "index3_residual",
 ]
 
 #: the joint kinds a :class:`Closure` can close a loop with (:func:`closure_basis`)
@@ -625,8 +628,8 @@ def constrained_residual(
       manifold's tangent space is invertible; where the loads vanish every configuration on the manifold is an
       equilibrium and ∂r/∂q is singular.
 
-    This is the index-1 (Baumgarte) form; the index-3 residual [τ − ID + Aᵀλ; e] of eq. (52) with λ as unknowns is
-    not implemented. Without closures, r = τ − ID(q, q̇, q̈).
+    This is the index-1 (Baumgarte) form; :func:`index3_residual` is the residual of eq. (52a) with λ as unknowns.
+    Without closures, r = τ − ID(q, q̇, q̈).
 
     Derivatives (a ``custom_jvp`` rule, counted as "linkage.constrained_residual"): differentiating the first form,
 
@@ -641,3 +644,73 @@ def constrained_residual(
         "constrained_residual", linkage, closures, baumgarte_time, q=q, qd=qd, qdd=qdd, u=u
     )
     return (_residual if covered(linkage) else _residual_plain)(linkage, closures, q, qd, qdd, u, T)
+
+
+def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
+    s = point_states(linkage, q, qd)  # one forward pass for the closures' rows, ID(q, q̇, 0) and M
+    A = _rows_of_states(linkage, closures, s).A
+    bias, M = dynamics_of_states(linkage, s)
+    return generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam
+
+
+def _index3_jvp(primals, tangents):
+    linkage, closures, q, qd, qdd, lam, u = primals
+    _, _, dq, dqd, dqdd, dlam, du = tangents
+    rest = jvp_of_rest(_index3_plain, primals, tangents, analytic=(2, 3, 4, 5, 6))
+    if all(is_zero(t) for t in (dq, dqd, du)):  # along (q̈, λ) (and the parameters): dr = −M dq̈ + Aᵀ dλ
+        s = point_states(linkage, q, qd)
+        A = _rows_of_states(linkage, closures, s).A
+        bias, M = dynamics_of_states(linkage, s)
+        r = generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam
+        return r, accumulate(r, [(-M, dqdd), (A.T, dlam)], rest)
+    tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
+    d = inverse_dynamics_derivatives(linkage, q, qd, qdd)
+
+    def forces(q):  # (Aᵀλ, A) at fixed λ: one forward pass
+        A = _rows_of_states(linkage, closures, point_states(linkage, q, jnp.zeros_like(qd))).A
+        return A.T @ lam, A
+
+    force_q, A = jax.jacfwd(forces, has_aux=True)(q)
+    r = generalized_forces(linkage, q, qd, u) - d.tau + A.T @ lam
+    terms = [(tau_q - d.dq + force_q, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (A.T, dlam), (tau_u, du)]
+    return r, accumulate(r, terms, rest)
+
+
+_index3 = custom_rule("linkage.index3_residual", _index3_plain, _index3_jvp)
+
+
+def index3_residual(
+    linkage: Linkage,
+    closures: Closure | Sequence[Closure],
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    qdd: Float[Array, " nv"],
+    lam: Float[Array, " n_c"],
+    u: Float[Array, " n_inputs"],
+) -> Float[Array, " nv"]:
+    """The residual of a closed chain's dynamics with the multipliers λ as independent variables (seed 003
+    eq. (52a), the index-3 form): with the closures' e(q) = 0 (:func:`closure_error`) it is the system
+
+        r(q, q̇, q̈, λ, u) = τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀλ = 0,    e(q) = 0,
+
+    which the index-3 Newmark-β integrates (:class:`~jaxse3.integrate.ConstrainedNewmark`; ``solver="newmark-index3"``
+    of :func:`jaxse3.sim.simulate`). λ's convention is that of :func:`constrained_forward_dynamics` (Φ⊥λ: the wrench
+    on frame A's body in frame B's coordinates); ``lam`` has the closures' n_c rows. Computed as
+    τ − ID(q, q̇, 0) − M q̈ + Aᵀλ from one forward pass (the closures' rows, ID at rest acceleration and M).
+
+    Derivatives (a ``custom_jvp`` rule, counted as "linkage.index3_residual"; eq. (52b) without the Newmark factors):
+    ∂r/∂q = ∂τ/∂q − ∂ID/∂q + ∂(Aᵀλ)/∂q, ∂r/∂q̇ = ∂τ/∂q̇ − ∂ID/∂q̇, ∂r/∂q̈ = −M, ∂r/∂λ = Aᵀ, ∂r/∂u = ∂τ/∂u, with ID's
+    and τ's derivatives analytic (:func:`~jaxse3.linkage.inverse_dynamics_derivatives`,
+    :func:`~jaxse3.linkage.generalized_forces_derivatives`) and ∂(Aᵀλ)/∂q at fixed λ by ``jax.jacfwd`` of one forward
+    pass, as in :func:`constrained_forward_dynamics`. Tangents along the model's parameters, and linkages with
+    quaternion joints: plain autodiff.
+    """
+    closures = check_closures(linkage, closures)
+    args = check_state("index3_residual", linkage, q=q, qd=qd, qdd=qdd, u=u)
+    n_c = sum(c.k for c in closures)
+    lam = jnp.asarray(lam)
+    if lam.shape != (n_c,):
+        raise ValueError(f"index3_residual: lam must have the closures' {n_c} rows, shape ({n_c},), got {lam.shape}")
+    lam = lam.astype(jnp.result_type(args["q"].dtype, lam.dtype, float))
+    q, qd, qdd, u = (args[k] for k in ("q", "qd", "qdd", "u"))
+    return (_index3 if covered(linkage) else _index3_plain)(linkage, closures, q, qd, qdd, lam, u)
