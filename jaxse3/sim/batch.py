@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from jaxse3._compile import Compiled
-from jaxse3.sim.dynamics import batch_axes, simulate, simulate_stack
+from jaxse3.sim.dynamics import FIXED_STEP, batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
 from jaxse3.sim.system import System
 from jaxse3.sim.trajectory import Trajectory
@@ -58,9 +58,10 @@ def simulate_batch(
             loop over vmapped chunks (default ``None``: one vmap over the whole batch). Chunks bound the memory of
             the intermediates; they are not needed for correctness (batched factorisations never reach jaxlib's
             blocking LAPACK batch kernels, see :mod:`jaxse3._batched_linalg`).
-            With ``solver="newmark"`` the members of a chunk (``None``: of the whole batch) are integrated as one
-            stack of systems on the shared fixed time grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under
-            ``vmap``, so that the modified Newton iteration keeps one scalar Jacobian-refresh decision per chunk.
+            With ``solver="newmark"`` (or ``"newmark-index3"``) the members of a chunk (``None``: of the whole batch)
+            are integrated as one stack of systems on the shared fixed time grid
+            (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under ``vmap``, so that the modified Newton iteration
+            keeps one scalar Jacobian-refresh decision per chunk.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)
@@ -73,7 +74,7 @@ def simulate_batch(
     kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC and v is not None else v for k, v in kwargs.items()}
     batched = (batch_system, batch_inputs, batch_q0)
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
-    run = _SIMULATE_STACKS if kwargs.get("solver") == "newmark" else _SIMULATE_BATCH
+    run = _SIMULATE_STACKS if kwargs.get("solver") in FIXED_STEP else _SIMULATE_BATCH
     traj = run(system, inputs, q0, batched, chunk_size, kwargs)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
         failed = int(jnp.sum(traj.result != 0))

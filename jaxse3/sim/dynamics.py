@@ -14,6 +14,10 @@
   mass-dominated at millisecond steps, so most steps cost a few residuals and no Jacobian). A batch
   (:func:`~jaxse3.sim.batch.simulate_batch`) runs as one stack of independent systems on the shared time grid, so
   that this decision stays scalar (under a plain ``vmap`` it would evaluate the Jacobian at every update);
+- ``"newmark-index3"``: Newmark-β on the index-3 form of a constrained system (a closed chain of
+  :func:`~jaxse3.sim.linkage_system`; seed 003 eqs. (52a), (52b) with the chain factors of eq. (12)): the unknowns of
+  each step are (q̈, λ), the constraints e(q) = 0 hold to ``newton_tol`` at every step (no drift, no Baumgarte time
+  constant), :class:`~jaxse3.integrate.ConstrainedNewmark`. The start must be consistent (e(q0) = 0, ė = 0);
 - ``"tsit5"`` / ``"dopri5"``: adaptive explicit solvers, for comparison.
 
 Inputs u(t) are a callable, a constant or a :class:`~jaxse3.sim.system.SampledInput`. ``progress=True`` shows a tqdm
@@ -37,13 +41,15 @@ import optimistix as optx
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
 from jaxse3._compile import Compiled, announce_trace, compile_report
-from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
+from jaxse3.integrate.newmark import ConstrainedNewmark, ConstrainedResidualTerm, Newmark, SecondOrderResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = ["simulate", "SOLVERS", "ADJOINTS", "StepChord"]
 
-SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "tsit5", "dopri5")
+SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "newmark-index3", "tsit5", "dopri5")
+#: the fixed-step solvers (their step is ``dt``; they integrate the residual)
+FIXED_STEP = ("newmark", "newmark-index3")
 #: how derivatives of :func:`simulate` are taken (its ``adjoint`` argument; "Gradients" in its docstring)
 ADJOINTS = ("checkpoint", "forward", "backsolve")
 _ADAPTIVE = {
@@ -194,14 +200,35 @@ def _residual_jacobians(t, q, qd, qdd, args):
     return jax.jacfwd(_residual, argnums=(1, 2, 3))(t, q, qd, qdd, args)
 
 
-def _stacked(fn: Callable, axes) -> Callable:
-    """``fn(t, q, q̇, q̈, args)`` over a stack of members: q, q̇, q̈ (B, n), and the arrays of ``args = (system, inputs,
-    residual)`` batched along axis 0 where ``axes = (system_axes, inputs_axes)`` say so."""
+def _multiplier_residual(t, q, qd, qdd, lam, args):
+    """τ − ID + (the constraint forces of λ) at time t (seed 003 eq. (52a))."""
+    system, inputs, residual = args
+    return residual(system.params, q, qd, qdd, lam, inputs(t))
 
-    def stacked(t, q, qd, qdd, args):
+
+def _constraint(t, q, args):
+    """e(q) (seed 003 eq. (47c))."""
+    system = args[0]
+    return system.constraint(system.params, q)
+
+
+def _index3_partials(t, q, qd, qdd, lam, args):
+    """(∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q) of :func:`_multiplier_residual` and :func:`_constraint`."""
+    return (
+        *jax.jacfwd(_multiplier_residual, argnums=(1, 2, 3, 4))(t, q, qd, qdd, lam, args),
+        jax.jacfwd(_constraint, argnums=1)(t, q, args),
+    )
+
+
+def _stacked(fn: Callable, axes) -> Callable:
+    """``fn(t, *states, args)`` over a stack of members: each state (q, q̇, q̈, λ, …) (B, ·), and the arrays of
+    ``args = (system, inputs, residual)`` batched along axis 0 where ``axes = (system_axes, inputs_axes)`` say so."""
+
+    def stacked(t, *states_and_args):
+        *states, args = states_and_args
         system, inputs, residual = args
-        one = lambda system, inputs, q, qd, qdd: fn(t, q, qd, qdd, (system, inputs, residual))
-        return eqx.filter_vmap(one, in_axes=(*axes, 0, 0, 0))(system, inputs, q, qd, qdd)
+        one = lambda system, inputs, *states: fn(t, *states, (system, inputs, residual))
+        return eqx.filter_vmap(one, in_axes=(*axes, *(0,) * len(states)))(system, inputs, *states)
 
     return stacked
 
@@ -233,14 +260,15 @@ def simulate(
         system: the model.
         inputs: u(t): ``None`` (zero), an array (constant), a callable of t or a ``SampledInput``.
         t_final: end time (s).
-        solver: one of :data:`SOLVERS`.
+        solver: one of :data:`SOLVERS` (``"newmark-index3"``: systems with constraints only).
         jacobian: ``"analytic"`` (the system's derivative rules) or ``"finite-difference"`` (forward differences,
             ε = 1e−6, seed 003 eq. (38)); used by the implicit solvers only.
         rtol, atol: tolerances of the adaptive solvers (paper: MATLAB defaults 1e−3, 1e−6).
         dt0: initial step of the adaptive solvers (default: chosen by diffrax).
         dt: fixed step of Newmark-β (paper: 2 ms for the CDM).
-        newton_tol: Newmark-β's Newton tolerance on ``βh² ‖τ − ID‖_∞`` (mass × length); tighten it (1e−14) when
-            Newmark results are compared with central differences (see "Gradients").
+        newton_tol: Newmark-β's Newton tolerance on ``βh² ‖τ − ID‖_∞`` (mass × length), and for
+            ``"newmark-index3"`` on the constraints ``‖e‖_∞`` too; tighten it (1e−14) when Newmark results are
+            compared with central differences (see "Gradients").
         n_save: number of equally spaced output times, 0 and ``t_final`` included.
         max_steps: step limit over the whole run; reaching it is an error (``throw=True``) or a failed result.
         adjoint: how ``jax`` derivatives of the result are taken (one of :data:`ADJOINTS`; see "Gradients").
@@ -324,12 +352,12 @@ def batch_axes(x: PyTree[Any], batched: bool) -> PyTree[int | None]:
 
 
 def simulate_stack(system: System, inputs: Any, batched: tuple[bool, bool], **kwargs: Any) -> Trajectory:
-    """Newmark-β over a stack of B systems on one time grid (``q0``, ``qd0`` (B, n)), the arrays of ``system`` /
-    ``inputs`` batched along axis 0 where ``batched = (batch_system, batch_inputs)`` say so; the implementation of
-    :func:`~jaxse3.sim.batch.simulate_batch` for Newmark. Keyword arguments as :func:`simulate`."""
+    """Newmark-β (or its index-3 form) over a stack of B systems on one time grid (``q0``, ``qd0`` (B, n)), the arrays
+    of ``system`` / ``inputs`` batched along axis 0 where ``batched = (batch_system, batch_inputs)`` say so; the
+    implementation of :func:`~jaxse3.sim.batch.simulate_batch` for Newmark. Keyword arguments as :func:`simulate`."""
     kw = {**DEFAULTS, **kwargs}
-    if kw["solver"] != "newmark":
-        raise ValueError(f"simulate_stack: only for solver='newmark', got {kw['solver']!r}")
+    if kw["solver"] not in FIXED_STEP:
+        raise ValueError(f"simulate_stack: only for the solvers {FIXED_STEP}, got {kw['solver']!r}")
     return _checked_simulate("simulate_batch", system, inputs, batched, **kw)
 
 
@@ -391,7 +419,8 @@ def _checked_simulate(
     f = jnp.result_type(float)
     q0 = jnp.asarray(np.zeros(shape, f)) if q0 is None else jnp.asarray(q0, dtype=f)  # numpy: no eager compile
     qd0 = jnp.asarray(np.zeros(shape, f)) if qd0 is None else jnp.asarray(qd0, dtype=f)
-    if solver != "newmark" and _concrete(rtol) and rtol > 1e-6 and _differentiated((system, inputs, q0, qd0, t_final)):
+    differentiated = _differentiated((system, inputs, q0, qd0, t_final))
+    if solver not in FIXED_STEP and _concrete(rtol) and rtol > 1e-6 and differentiated:
         warnings.warn(
             f"{who}: differentiating an adaptive solve at rtol={rtol:g}: the gradient follows the solver's "
             "steps and matches the true sensitivity only to about rtol (2 % for the CDM at 1e-3); use "
@@ -408,6 +437,8 @@ def _checked_simulate(
     else:
         inputs = as_input(inputs, system.n_inputs)
     axes = None if stack is None else (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
+    if solver == "newmark-index3":
+        _check_constrained_start(who, system, axes, q0, qd0)
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
@@ -417,6 +448,40 @@ def _checked_simulate(
 
 def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
+
+
+#: the largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that ``solver="newmark-index3"`` accepts as a consistent start
+CONSISTENT_START_TOL = 1e-8
+
+
+def _check_constrained_start(who, system, axes, q0, qd0):
+    """``solver="newmark-index3"`` needs constraints, and (checked when the values are concrete) a start on them."""
+    if system.constraint is None or system.multiplier_residual is None:
+        raise ValueError(
+            f"{who}: solver='newmark-index3' integrates a system with holonomic constraints (a closed chain: "
+            "sim.linkage_system(..., closures=...)); this system has none: use solver='newmark'"
+        )
+    if not all(_concrete(x) for x in jax.tree.leaves((system, q0, qd0))):
+        return
+    e, ed = (np.asarray(x) for x in _constraint_rates(system, axes, q0, qd0))
+    worst = max(np.abs(e).max(initial=0.0), np.abs(ed).max(initial=0.0))
+    if not worst <= CONSISTENT_START_TOL:
+        raise ValueError(
+            f"{who}: solver='newmark-index3' needs a consistent start, on the constraints: got ‖e(q0)‖_∞ = "
+            f"{np.abs(e).max(initial=0.0):.3g} and ‖ė(q0, qd0)‖_∞ = {np.abs(ed).max(initial=0.0):.3g} (allowed: "
+            f"{CONSISTENT_START_TOL:g}). Start from a configuration that closes every loop (e.g. a solution of "
+            "sim.solve_statics) with qd0 in the null space of the closures' Jacobian, or integrate the Baumgarte "
+            "form (solver='newmark' or 'kvaerno5'), which pulls an inconsistent start onto the constraints"
+        )
+
+
+@eqx.filter_jit
+def _constraint_rates(system, axes, q0, qd0):
+    """(e(q0), ė = (∂e/∂q) q̇0) for one system or a stack."""
+    rates = lambda system, q, qd: jax.jvp(lambda q: system.constraint(system.params, q), (q,), (qd,))
+    if axes is None:
+        return rates(system, q0, qd0)
+    return eqx.filter_vmap(rates, in_axes=(axes[0], 0, 0))(system, q0, qd0)
 
 
 def _differentiated(tree) -> bool:
@@ -493,6 +558,14 @@ class _Carry(eqx.Module):
 def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
     """(term, method, step controller, args) of one simulation."""
     fd_jac = finite_difference if cfg.jacobian == "finite-difference" else (lambda f: f)
+    if cfg.solver == "newmark-index3":
+        if axes is None:
+            term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
+        else:
+            stack = lambda fn: _stacked(fn, axes)
+            term = ConstrainedResidualTerm(stack(_multiplier_residual), stack(_constraint), stack(_index3_partials))
+        method = ConstrainedNewmark(beta=0.25, gamma=0.5, tol=cfg.newton_tol, iteration="modified")
+        return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.multiplier_residual))
     if cfg.solver == "newmark":
         if axes is None:
             term = SecondOrderResidualTerm(_residual)
@@ -513,7 +586,7 @@ def _start(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg: _Config)
     term, method, controller, args = _setup(system, inputs, axes, cfg, rtol, atol)
     y0, t0, t_final = (q0, qd0), ts[0], ts[-1]
     controller = controller.wrap(1)
-    first = dt if cfg.solver == "newmark" else dt0
+    first = dt if cfg.solver in FIXED_STEP else dt0
     tnext, cstate = controller.init(term, t0, t_final, y0, first, args, method.func, method.error_order(term))
     tnext = jnp.minimum(tnext, t_final)
     sstate = method.init(term, t0, tnext, y0, args)
@@ -523,6 +596,9 @@ def _start(system, inputs, axes, q0, qd0, ts, rtol, atol, dt0, dt, cfg: _Config)
     carry = jax.tree.map(jnp.asarray, _Carry(y0, sstate, cstate, False, tnext - t0, zero, zero))
     if axes is None:
         u = jax.vmap(inputs)(ts)
+    elif not jax.tree.leaves(axes[1]):  # the members share the inputs
+        u = jax.vmap(inputs)(ts)
+        u = jnp.broadcast_to(u, (q0.shape[0], *u.shape))
     else:
         u = eqx.filter_vmap(lambda inputs: jax.vmap(inputs)(ts), in_axes=(axes[1],), out_axes=0)(inputs)
     return carry, _points(system, axes, q0[None])[0], u
@@ -559,7 +635,7 @@ def _segment(system, inputs, axes, carry: _Carry, ts, rtol, atol, cfg: _Config):
     result = jnp.where(failed_before, carry.result, code).astype(jnp.int32)
     # diffrax leaves the outputs a failed solve did not reach infinite; they become NaN (and all of a later segment)
     q, qd = jax.tree.map(lambda x: jnp.where(failed_before | ~jnp.isfinite(x), jnp.nan, x), sol.ys)
-    dt = carry.dt if cfg.solver == "newmark" else sol.controller_state[1]
+    dt = carry.dt if cfg.solver in FIXED_STEP else sol.controller_state[1]
     new = _Carry((q[-1], qd[-1]), sol.solver_state, sol.controller_state, sol.made_jump, dt, result, steps)
     new = jax.tree.map(jnp.asarray, new)
     new = jax.tree.map(lambda a, b: jnp.where(failed_before, a, b), carry, new)  # nothing changes after a failure

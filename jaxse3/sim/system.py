@@ -71,6 +71,12 @@ class System(eqx.Module):
             the forward dynamics, layouts ``[i, first, second]`` (``q̈_uu``, ``q̈_q̇u`` zero: q̈ affine in u at fixed
             state, as for joint torques), by an algorithm of their own (rigid trees: IDSVA SO through the chain
             rule), for second-order optimisers; ``None``: they come from autodiff of ``forward_dynamics``.
+        constraint: ``(params, q) -> e`` (n_constraints,), holonomic constraints e(q) = 0 (a closed chain's closure
+            errors, seed 003 eq. (47c)), or ``None``.
+        multiplier_residual: ``(params, q, q̇, q̈, λ, u) -> τ + F − ID + (constraint forces of λ)``, the residual with
+            the constraints' multipliers λ (n_constraints,) as independent variables (eq. (52a)), for the index-3
+            Newmark-β (``solver="newmark-index3"``); ``None`` without constraints.
+        n_constraints: number of rows of ``constraint`` (0 without).
     """
 
     params: Any
@@ -82,6 +88,9 @@ class System(eqx.Module):
     scale_loads: Callable | None = eqx.field(static=True, default=None)
     rest_residual: Callable | None = eqx.field(static=True, default=None)
     acceleration_hessians: Callable | None = eqx.field(static=True, default=None)
+    constraint: Callable | None = eqx.field(static=True, default=None)
+    multiplier_residual: Callable | None = eqx.field(static=True, default=None)
+    n_constraints: int = eqx.field(static=True, default=0)
 
     def acceleration(
         self, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]
@@ -283,6 +292,14 @@ def _closed_residual(chain, q, qd, qdd, u):
     return linkages.constrained_residual(chain.linkage, chain.closures, q, qd, qdd, u, chain.baumgarte_time)
 
 
+def _closed_constraint(chain, q):
+    return linkages.closure_error(chain.linkage, chain.closures, q)
+
+
+def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
+    return linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam, u)
+
+
 def _closed_points(chain, q):
     return _linkage_points(chain.linkage, q)
 
@@ -363,8 +380,13 @@ def linkage_system(
     T_B. A smaller T_B holds the constraints tighter and makes the system stiffer (eigenvalues near −1/T_B): keep it
     well above the steps of an explicit solver. The closures' rows must be independent (A of full row rank; a planar
     mechanism needs ``"planar"`` closures). :func:`constraint_drift` adds ‖e(q)‖ and ‖A q̇‖ of a simulated motion to its
-    :class:`~jaxse3.sim.trajectory.Trajectory` as monitors. The index-3 Newmark form with λ as unknowns (eq. (52)) is
-    not implemented, and closures with ``prescribed`` joints are not supported yet (a ``ValueError``).
+    :class:`~jaxse3.sim.trajectory.Trajectory` as monitors. Closures with ``prescribed`` joints are not supported yet
+    (a ``ValueError``).
+
+    The system also carries the index-3 form (eq. (52a)): ``constraint`` e(q) (:func:`jaxse3.linkage.closure_error`)
+    and ``multiplier_residual`` τ − ID + Aᵀλ with λ as unknowns (:func:`jaxse3.linkage.index3_residual`), which
+    ``simulate(..., solver="newmark-index3")`` integrates with the constraints held to Newton's tolerance at every
+    step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -392,6 +414,9 @@ def linkage_system(
             linkage.nv,
             linkage.n_inputs,
             _closed_scale_loads,
+            constraint=_closed_constraint,
+            multiplier_residual=_closed_multiplier_residual,
+            n_constraints=sum(c.k for c in closures),
         )
     if prescribed:
         control = linkages.JointControl(linkage, prescribed)
