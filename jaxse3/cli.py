@@ -98,7 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--t-final", type=_positive(float), default=10.0, help="simulated time in s (default 10)")
     r.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
-    r.add_argument("--solver", choices=("kvaerno5", "kvaerno3", "newmark", "tsit5", "dopri5"), default="kvaerno5")
+    r.add_argument(
+        "--solver",
+        choices=("kvaerno5", "kvaerno3", "newmark", "newmark-index3", "tsit5", "dopri5"),
+        default="kvaerno5",
+        help="integrator (default kvaerno5; newmark-index3: closed chains, constraints held exactly)",
+    )
     r.add_argument("--rtol", type=_positive(float), default=1e-3, help="relative tolerance (default 1e-3)")
     r.add_argument("--atol", type=_positive(float), default=1e-6, help="absolute tolerance (default 1e-6)")
     r.add_argument("--dt", type=_positive(float), default=2e-3, help="Newmark-β step in s (default 2e-3)")

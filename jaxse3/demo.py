@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable
 
@@ -199,12 +200,23 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
             setattr(args, key, value)
     if name.endswith(".toml"):
         name = os.path.splitext(os.path.basename(name))[0]
+    if args.solver == "newmark-index3" and system.constraint is None:
+        print(
+            f"jaxse3 run {name}: --solver newmark-index3 integrates closed chains (loop closures, e.g. "
+            f"parallel-robot); {name} has none: use --solver newmark",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     kw = dict(
         solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save, max_steps=args.max_steps
     )
     print(
         f"jaxse3 run {name}: {what}; {args.t_final:g} s with {args.solver} (analytic Jacobian)"
-        + (f", dt = {args.dt:g} s" if args.solver == "newmark" else f", rtol {args.rtol:g}, atol {args.atol:g}"),
+        + (
+            f", dt = {args.dt:g} s"
+            if args.solver.startswith("newmark")
+            else f", rtol {args.rtol:g}, atol {args.atol:g}"
+        ),
         flush=True,
     )
     compiled, seconds, loaded = STATS.compilations, STATS.seconds, STATS.loaded

@@ -34,6 +34,7 @@ def test_list(capsys):
         (["run", "cdm", "--t-final", "-1"], "must be positive"),
         (["run", "cdm", "--t-final", "abc"], "expected a float"),
         (["run", "cdm", "--solver", "euler"], "invalid choice"),
+        (["run", "cdm", "--solver", "newmark-index3"], "integrates closed chains"),
         (["optimize", "arm"], "invalid choice"),
         (["run", "missing.toml"], "no such model file"),
         (["optimize", "cdm-reach", "--target", "0.1", "0.2"], "expected 3 arguments"),

@@ -45,7 +45,7 @@ from jaxse3.integrate.newmark import ConstrainedNewmark, ConstrainedResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
 
-__all__ = ["simulate", "SOLVERS", "ADJOINTS", "StepChord"]
+__all__ = ["simulate", "constraint_forces", "SOLVERS", "ADJOINTS", "StepChord"]
 
 SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "newmark-index3", "tsit5", "dopri5")
 #: the fixed-step solvers (their step is ``dt``; they integrate the residual)
@@ -207,9 +207,9 @@ def _multiplier_residual(t, q, qd, qdd, lam, args):
 
 
 def _constraint(t, q, args):
-    """e(q) (seed 003 eq. (47c))."""
-    system = args[0]
-    return system.constraint(system.params, q)
+    """e(q, u(t)) (seed 003 eq. (47c); prescribed joints' q_k − q_k(t))."""
+    system, inputs, _ = args
+    return system.constraint(system.params, q, inputs(t))
 
 
 def _index3_partials(t, q, qd, qdd, lam, args):
@@ -338,6 +338,41 @@ def simulate(
     )
 
 
+def constraint_forces(
+    system: System,
+    trajectory: Trajectory,
+    inputs: Float[ArrayLike, " n_inputs"] | Callable[[Real[ArrayLike, ""]], Float[Array, " n_inputs"]] | None = None,
+) -> Trajectory:
+    """``trajectory`` with the multipliers λ(t) of its constrained system as the monitor ``"multipliers"`` (T, m):
+    at every sample, (q̈, λ) solving ``r(q, q̇, q̈, λ, u(t)) = 0`` and ë = 0 (the constraints' second derivative along
+    the motion; :meth:`~jaxse3.integrate.ConstrainedResidualTerm.solve_acceleration`) at the saved (q, q̇).
+
+    For a closed chain (:func:`~jaxse3.sim.linkage_system` with ``closures``): the closures' rows first (Φ⊥λ, the
+    wrench of each closure on its frame A's body in frame B's coordinates, :func:`jaxse3.linkage.index3_residual`),
+    then, with ``prescribed`` joints, the efforts those joints exert (N·m or N). ``inputs``: the inputs the trajectory
+    was simulated with (as :func:`simulate`; the prescriptions' accelerations enter ë). The multipliers are those of
+    the saved states, exact for the continuous problem there; a fixed-step run's own λ differ by its O(h²) error.
+    """
+    if system.constraint is None or system.multiplier_residual is None:
+        raise TypeError("constraint_forces: 'system' has no constraints (closed chains: linkage_system(..., closures))")
+    q, qd, t = (jnp.asarray(x) for x in (trajectory.q, trajectory.qd, trajectory.t))
+    if q.ndim != 2 or q.shape[1] != system.n_dof or qd.shape != q.shape:
+        raise ValueError(
+            f"constraint_forces: 'trajectory' must be one run of this system, q and qd (T, {system.n_dof}); got "
+            f"{q.shape} and {qd.shape} (map over a batch's members)"
+        )
+    lam = _multipliers(system, as_input(inputs, system.n_inputs), t, q, qd)
+    return eqx.tree_at(lambda tr: tr.monitors, trajectory, {**trajectory.monitors, "multipliers": lam})
+
+
+@eqx.filter_jit
+def _multipliers(system, inputs, t, q, qd):
+    term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
+    args = (system, inputs, system.multiplier_residual)
+    one = lambda t, q, qd: term.solve_acceleration(t, q, qd, args, 1e-12, 4).value[system.n_dof :]
+    return jax.vmap(one)(t, q, qd)
+
+
 #: the keyword arguments of :func:`simulate` with their defaults
 DEFAULTS = {
     k: p.default
@@ -438,7 +473,7 @@ def _checked_simulate(
         inputs = as_input(inputs, system.n_inputs)
     axes = None if stack is None else (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
     if solver == "newmark-index3":
-        _check_constrained_start(who, system, axes, q0, qd0)
+        _check_constrained_start(who, system, inputs, axes, q0, qd0)
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
@@ -454,34 +489,40 @@ def _concrete(x) -> bool:
 CONSISTENT_START_TOL = 1e-8
 
 
-def _check_constrained_start(who, system, axes, q0, qd0):
+def _check_constrained_start(who, system, inputs, axes, q0, qd0):
     """``solver="newmark-index3"`` needs constraints, and (checked when the values are concrete) a start on them."""
     if system.constraint is None or system.multiplier_residual is None:
         raise ValueError(
             f"{who}: solver='newmark-index3' integrates a system with holonomic constraints (a closed chain: "
             "sim.linkage_system(..., closures=...)); this system has none: use solver='newmark'"
         )
-    if not all(_concrete(x) for x in jax.tree.leaves((system, q0, qd0))):
+    if not all(_concrete(x) for x in jax.tree.leaves((system, inputs, q0, qd0))):
         return
-    e, ed = (np.asarray(x) for x in _constraint_rates(system, axes, q0, qd0))
+    e, ed = (np.asarray(x) for x in _constraint_rates(system, inputs, axes, q0, qd0))
     worst = max(np.abs(e).max(initial=0.0), np.abs(ed).max(initial=0.0))
     if not worst <= CONSISTENT_START_TOL:
         raise ValueError(
             f"{who}: solver='newmark-index3' needs a consistent start, on the constraints: got ‖e(q0)‖_∞ = "
             f"{np.abs(e).max(initial=0.0):.3g} and ‖ė(q0, qd0)‖_∞ = {np.abs(ed).max(initial=0.0):.3g} (allowed: "
             f"{CONSISTENT_START_TOL:g}). Start from a configuration that closes every loop (e.g. a solution of "
-            "sim.solve_statics) with qd0 in the null space of the closures' Jacobian, or integrate the Baumgarte "
-            "form (solver='newmark' or 'kvaerno5'), which pulls an inconsistent start onto the constraints"
+            "sim.solve_statics) with qd0 in the null space of the closures' Jacobian (and prescribed joints at "
+            "their prescription at t = 0), or integrate the Baumgarte form (solver='newmark' or 'kvaerno5'), which "
+            "pulls an inconsistent start onto the constraints"
         )
 
 
 @eqx.filter_jit
-def _constraint_rates(system, axes, q0, qd0):
-    """(e(q0), ė = (∂e/∂q) q̇0) for one system or a stack."""
-    rates = lambda system, q, qd: jax.jvp(lambda q: system.constraint(system.params, q), (q,), (qd,))
+def _constraint_rates(system, inputs, axes, q0, qd0):
+    """(e, ė = (∂e/∂q) q̇0 + ∂e/∂t) at t = 0 for one system or a stack."""
+
+    def rates(system, inputs, q, qd):
+        e = lambda q, t: system.constraint(system.params, q, inputs(t))
+        t0 = jnp.zeros((), q.dtype)
+        return jax.jvp(e, (q, t0), (qd, jnp.ones_like(t0)))
+
     if axes is None:
-        return rates(system, q0, qd0)
-    return eqx.filter_vmap(rates, in_axes=(axes[0], 0, 0))(system, q0, qd0)
+        return rates(system, inputs, q0, qd0)
+    return eqx.filter_vmap(rates, in_axes=(*axes, 0, 0))(system, inputs, q0, qd0)
 
 
 def _differentiated(tree) -> bool:

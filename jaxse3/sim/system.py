@@ -71,8 +71,8 @@ class System(eqx.Module):
             the forward dynamics, layouts ``[i, first, second]`` (``q̈_uu``, ``q̈_q̇u`` zero: q̈ affine in u at fixed
             state, as for joint torques), by an algorithm of their own (rigid trees: IDSVA SO through the chain
             rule), for second-order optimisers; ``None``: they come from autodiff of ``forward_dynamics``.
-        constraint: ``(params, q) -> e`` (n_constraints,), holonomic constraints e(q) = 0 (a closed chain's closure
-            errors, seed 003 eq. (47c)), or ``None``.
+        constraint: ``(params, q, u) -> e`` (n_constraints,), holonomic constraints e(q, u(t)) = 0 (a closed chain's
+            closure errors, seed 003 eq. (47c), and its prescribed joints' q_k − q_k(t)), or ``None``.
         multiplier_residual: ``(params, q, q̇, q̈, λ, u) -> τ + F − ID + (constraint forces of λ)``, the residual with
             the constraints' multipliers λ (n_constraints,) as independent variables (eq. (52a)), for the index-3
             Newmark-β (``solver="newmark-index3"``); ``None`` without constraints.
@@ -276,12 +276,14 @@ def _controlled_scale_loads(control, lam):
 
 
 class ClosedChain(eqx.Module):
-    """The parameters of a :func:`linkage_system` with loop closures: the linkage, its closures and the Baumgarte time
-    constant T_B (``system.params`` of such a system)."""
+    """The parameters of a :func:`linkage_system` with loop closures: the linkage, its closures, the Baumgarte time
+    constant T_B and, when joints are prescribed, their :class:`~jaxse3.linkage.JointControl` (``system.params`` of
+    such a system)."""
 
     linkage: linkages.Linkage
     closures: tuple[linkages.Closure, ...]
     baumgarte_time: Float[Array, ""]
+    control: linkages.JointControl | None = None
 
 
 def _closed_forward_dynamics(chain, q, qd, u):
@@ -292,12 +294,33 @@ def _closed_residual(chain, q, qd, qdd, u):
     return linkages.constrained_residual(chain.linkage, chain.closures, q, qd, qdd, u, chain.baumgarte_time)
 
 
-def _closed_constraint(chain, q):
-    return linkages.closure_error(chain.linkage, chain.closures, q)
+def _closed_constraint(chain, q, u):
+    """[e(q); q_k − q_k(t)]: the closures' errors, then the prescribed joints' (their positions the inputs' first)."""
+    e = linkages.closure_error(chain.linkage, chain.closures, q)
+    if chain.control is None:
+        return e
+    _, k, nk = _split(chain.control)
+    return jnp.concatenate([e, q[k] - u[:nk]])
 
 
 def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
-    return linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam, u)
+    """τ − ID + Aᵀλ_c (+ λ_k on the prescribed joints' rows: their efforts, the inputs without them zero)."""
+    control = chain.control
+    if control is None:
+        return linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam, u)
+    _, k, nk = _split(control)
+    n_c = lam.shape[0] - nk
+    full = jnp.zeros(chain.linkage.n_inputs, lam.dtype).at[np.asarray(control.known_inputs, int)].set(u[3 * nk :])
+    r = linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam[:n_c], full)
+    return r.at[k].add(lam[n_c:])
+
+
+def _index3_only(*args):
+    raise ValueError(
+        "linkage_system: a closed chain with prescribed joints runs only under simulate(..., "
+        "solver='newmark-index3'), which holds the prescriptions as constraints; its Baumgarte forward dynamics, "
+        "residual and statics (eqs. (43) and (48) combined) are not implemented"
+    )
 
 
 def _closed_points(chain, q):
@@ -380,13 +403,15 @@ def linkage_system(
     T_B. A smaller T_B holds the constraints tighter and makes the system stiffer (eigenvalues near −1/T_B): keep it
     well above the steps of an explicit solver. The closures' rows must be independent (A of full row rank; a planar
     mechanism needs ``"planar"`` closures). :func:`constraint_drift` adds ‖e(q)‖ and ‖A q̇‖ of a simulated motion to its
-    :class:`~jaxse3.sim.trajectory.Trajectory` as monitors. Closures with ``prescribed`` joints are not supported yet
-    (a ``ValueError``).
+    :class:`~jaxse3.sim.trajectory.Trajectory` as monitors.
 
     The system also carries the index-3 form (eq. (52a)): ``constraint`` e(q) (:func:`jaxse3.linkage.closure_error`)
     and ``multiplier_residual`` τ − ID + Aᵀλ with λ as unknowns (:func:`jaxse3.linkage.index3_residual`), which
     ``simulate(..., solver="newmark-index3")`` integrates with the constraints held to Newton's tolerance at every
-    step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`.
+    step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`. With ``prescribed`` joints as well, the
+    prescriptions join the constraints (q_k − q_k(t) = 0, their multipliers the joints' efforts; inputs as above,
+    :func:`prescribed_inputs`) and only ``solver="newmark-index3"`` runs such a system (the Baumgarte form of
+    eqs. (43) and (48) combined is not implemented: the other drivers raise a ``ValueError``).
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -400,10 +425,18 @@ def linkage_system(
     T = _checked_baumgarte_time(baumgarte_time)
     closures = _checked_closures(linkage, closures)
     if closures and prescribed:
-        raise ValueError(
-            "linkage_system: 'closures' together with 'prescribed' joints are not supported yet (the bordered system "
-            "of eqs. (43) and (48) combined, and the prescribed joints' efforts with the closures' multipliers, are "
-            "not implemented); prescribe no joint, or drive the joints by efforts"
+        control = linkages.JointControl(linkage, prescribed)
+        return System(
+            ClosedChain(linkage, closures, T, control),
+            _index3_only,
+            _index3_only,
+            _closed_points,
+            linkage.nv,
+            control.n_inputs,
+            _closed_scale_loads,
+            constraint=_closed_constraint,
+            multiplier_residual=_closed_multiplier_residual,
+            n_constraints=sum(c.k for c in closures) + len(control.known),
         )
     if closures:
         return System(
@@ -508,7 +541,7 @@ def prescribed_inputs(
     ``inputs``: the other inputs (the rods' tendon tensions, the efforts of actuated joints that are not prescribed),
     as for :func:`as_input`.
     """
-    control = system.params
+    control = system.params.control if isinstance(system.params, ClosedChain) else system.params
     if not isinstance(control, linkages.JointControl):
         raise TypeError("prescribed_inputs: system must be a linkage_system(..., prescribed=...) (prescribed joints)")
     if not callable(positions):

@@ -37,6 +37,7 @@ MONITOR_UNITS = {
     "joint_violations": "m (position-constraint violation ‖g‖ per joint)",
     "closure_error": "rad and m (‖e(q)‖ of a closed chain's loop closures, seed 003 eq. (47c))",
     "closure_velocity_error": "rad/s and m/s (‖A(q) q̇‖ of a closed chain's loop closures, seed 003 eq. (47a))",
+    "multipliers": "N·m and N (λ: the closures' wrench components, then prescribed joints' efforts; eq. (52a))",
 }
 #: prefix of the monitors' entries in a file
 _MONITOR = "monitors/"
