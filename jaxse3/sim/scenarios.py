@@ -71,6 +71,34 @@ the load's time profile; our choices:
   spherical joints and two closed chains;
 * the load: a constant world wrench on the platform's centre (:data:`PARALLEL_WRENCH`: 0.3 N along x, −0.2 N along
   y, 0.02 N·m about z), applied from rest at t = 0, with gravity; the closures' Baumgarte time constant is 10 ms.
+
+**Fin-ray finger** (seed 003 §5.2, digest §5.3; :func:`fin_ray_linkage`, :func:`fin_ray`): a planar closed chain of 17
+soft links, 5 revolute joints and a prismatic one, closed by 6 loop closures — 17 × 4 + 5 + 1 = 74 DoF. The paper's
+geometry wording ("rectangular cross-section with a width of 1 mm; sidewalls height 2.5 cm and length 3 cm; ribs height
+1 cm") does not say which number is which; our reading and choices:
+
+* the finger stands in the vertical world xy plane, pointing up (+y), gravity (0, −9.81, 0) m/s²; two sidewalls, A
+  (front) from the origin and B (back) from (2 cm, 0, 0), each 3 cm long (the paper's length, taken literally), meet
+  at the apex (1 cm, 2.828 cm, 0): an isosceles triangle of base 2 cm (our choice) and apex half-angle 19.5°;
+* sections: 1 mm in the plane (the paper's width, the bending thickness: local y) × 2.5 cm out of the plane for the
+  sidewalls and 1 cm for the ribs (the paper's heights: local z = world z);
+* each sidewall is cut at 5 equally spaced junctions into 6 soft links of 5 mm on fixed joints; 5 horizontal ribs
+  (lengths 2 cm · (1 − k/6), k = 1 … 5: 16.7 mm down to 3.3 mm) hang from A's junctions on massless revolute joints
+  about z and are closed to B's junctions at the same heights; A's base is fixed to the world, B's base slides on the
+  actuated prismatic joint :data:`FIN_RAY_ACTUATOR` along the world y axis (pushing B's base up bends the finger
+  towards −x, A's side); the apex is closed by a fixed joint;
+* every soft link: linear bending about z, constant elongation and constant in-plane shear (Legendre orders
+  (—, —, 1, 0, 0, —): 4 DoF), 6 Gauss points (8 computational points per soft link: 17 × 8 = 136, the paper's n_p);
+* ABS: E = 2 GPa, ν = 0.35, ρ = 1050 kg/m³ (not given in the paper), material damping υ = 2·10⁴ Pa·s (not given): the
+  lowest mode of the closed chain with the slider held (932 Hz) then has a damping ratio of 0.09; the modes up to
+  about 10 kHz oscillate, the faster ones (down to 0.5 MHz: elongation and shear of the short links) are overdamped;
+* the closures of a planar mechanism keep only their in-plane rows (the out-of-plane rows vanish identically and
+  would make A rank-deficient): the ribs' revolute joints are ``"planar"`` closures (2 rows) and the fixed apex joint
+  constrains the rotation about z and the two in-plane translations (3 rows): 13 independent rows;
+* the actuation (the paper's Fig. 10b profile is not in its text): the slider prescribed, raised-cosine strokes
+  d(t) = 2 mm (1 − cos 2πt/2 s)/2 from rest (:data:`FIN_RAY_STROKE`, :data:`FIN_RAY_PERIOD`), so the response is
+  periodic; the prescription and the closures are constraints of the index-3 Newmark-β (``solver="newmark-index3"``,
+  the paper's fastest solver for this example), the start q = 0 at rest.
 """
 
 from __future__ import annotations
@@ -105,6 +133,11 @@ __all__ = [
     "parallel_robot",
     "parallel_robot_linkage",
     "PARALLEL_WRENCH",
+    "fin_ray",
+    "fin_ray_linkage",
+    "FIN_RAY_ACTUATOR",
+    "FIN_RAY_STROKE",
+    "FIN_RAY_PERIOD",
     "from_toml",
     "RUN_SETTINGS",
 ]
@@ -414,3 +447,90 @@ def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof
         settings,
         jnp.asarray(q0),
     )
+
+
+#: the fin-ray finger's actuated prismatic link, under sidewall B's base (module docstring)
+FIN_RAY_ACTUATOR = "slider"
+#: the fin-ray finger's geometry [m] (module docstring): sidewall length, base width, in-plane thickness, out-of-plane
+#: depths of sidewalls and ribs, and the number of soft links per sidewall
+_FIN_RAY_WALL, _FIN_RAY_BASE, _FIN_RAY_THICK, _FIN_RAY_DEPTHS, _FIN_RAY_SEGMENTS = 0.03, 0.02, 0.001, (0.025, 0.01), 6
+
+
+def fin_ray_linkage(n_gauss: int = 6) -> tuple[linkages.Linkage, tuple[linkages.Closure, ...]]:
+    """The fin-ray finger of seed 003 §5.2 (module docstring): its linkage (23 links, 17 soft; 74 DoF) and its 6 loop
+    closures (13 rows), consistent at q = 0 (straight links). ``n_gauss`` Gauss points per soft link (≥ 2, for the
+    linear bending): the default 6 gives 17 × 8 = 136 rod points, the paper's n_p (``linkage.n_points`` = 142 with the
+    6 one-point rigid links).
+
+    Links, parents first: ``wall_a1`` … ``wall_a6`` (sidewall A from the fixed base to the apex, each on the previous
+    one's tip), ``slider`` (:data:`FIN_RAY_ACTUATOR`: prismatic along world y at (2 cm, 0, 0), massless, actuated),
+    ``wall_b1`` … ``wall_b6`` (sidewall B on the slider), then for k = 1 … 5 ``hinge{k}`` (a massless revolute joint
+    about z, not actuated, world-aligned on the tip of ``wall_a{k}``) and ``rib{k}`` on it (along world +x). The only
+    input is the slider's force. Closures: ``rib{k}``'s tip to ``wall_b{k}``'s tip, ``"planar"`` about z (k = 1 … 5),
+    then ``"apex"``: ``wall_a6``'s tip to ``wall_b6``'s tip, the rotation about z and both in-plane translations (an
+    explicit Φ⊥, kind ``"custom"``) — the fixed joint of a planar mechanism. Gravity (0, −9.81, 0). Use float64: the
+    mass matrix spans 15 orders of magnitude (5 mm links of 1 mm ABS; curvature coordinates).
+    """
+    L, w, t = _FIN_RAY_WALL, _FIN_RAY_BASE, _FIN_RAY_THICK
+    wall_depth, rib_depth = _FIN_RAY_DEPTHS
+    n = _FIN_RAY_SEGMENTS
+    height = np.sqrt(L**2 - (w / 2) ** 2)
+    material = Material(E=2e9, rho=1050.0, nu=0.35, damping=2e4)
+    basis = LegendreBasis((None, None, 1, 0, 0, None))  # planar: bending about z (linear), elongation, shear along y
+    z = np.array([0.0, 0.0, 1.0])
+
+    def along(direction: np.ndarray) -> np.ndarray:  # local x along ``direction``, local z = world z
+        return np.stack([direction, np.cross(z, direction), z], axis=1)
+
+    def pose(R: np.ndarray, p: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Array:
+        return se3.from_rotation_translation(jnp.asarray(R), jnp.asarray(p, dtype=float))
+
+    R_a = along(np.array([w / 2, height, 0.0]) / L)
+    R_b = along(np.array([-w / 2, height, 0.0]) / L)
+    rod = lambda length, depth: rods.Rod(
+        length=length, section=RectangularSection(t, depth), material=material, basis=basis, n_gauss=n_gauss
+    )
+    wall = rod(L / n, wall_depth)
+    massless = np.zeros((6, 6))
+    links = [
+        linkages.Link.soft(f"wall_a{k}", None if k == 1 else f"wall_a{k - 1}", wall, pose(R_a if k == 1 else np.eye(3)))
+        for k in range(1, n + 1)
+    ]
+    slide = (0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+    links.append(
+        linkages.Link.rigid(FIN_RAY_ACTUATOR, None, "prismatic", massless, pose(np.eye(3), (w, 0.0, 0.0)), slide)
+    )
+    links += [
+        linkages.Link.soft(
+            f"wall_b{k}", FIN_RAY_ACTUATOR if k == 1 else f"wall_b{k - 1}", wall, pose(R_b if k == 1 else np.eye(3))
+        )
+        for k in range(1, n + 1)
+    ]
+    closures = []
+    for k in range(1, n):
+        hinge = linkages.Link.rigid(
+            f"hinge{k}", f"wall_a{k}", "revolute", massless, pose(R_a.T), (*z, 0.0, 0.0, 0.0), actuated=False
+        )
+        links += [hinge, linkages.Link.soft(f"rib{k}", f"hinge{k}", rod(w * (1 - k / n), rib_depth))]
+        closures.append(linkages.Closure(f"rib{k}", f"wall_b{k}", "planar", axis=z, placement_b=pose(R_b.T)))
+    in_plane = np.eye(6)[:, [2, 3, 4]]  # rotation about z, translations along the frame's x and y (frame B's z = z)
+    closures.append(
+        linkages.Closure(f"wall_a{n}", f"wall_b{n}", constrained=in_plane, placement_b=pose(R_b.T @ R_a), name="apex")
+    )
+    return linkages.Linkage(links, gravity=(0.0, -9.81, 0.0)), tuple(closures)
+
+
+#: the fin-ray finger's slider motion (module docstring): stroke [m] and period [s] of its raised-cosine cycles
+FIN_RAY_STROKE, FIN_RAY_PERIOD = 0.002, 2.0
+
+
+def fin_ray(n_gauss: int = 6) -> tuple[System, Callable]:
+    """The fin-ray finger (module docstring) with its slider prescribed: the closed-chain :func:`linkage_system` (run
+    it with ``solver="newmark-index3"``, which holds the closures and the prescription as constraints) and its inputs,
+    the slider's position d(t) = s (1 − cos 2πt/P)/2 (stroke s = :data:`FIN_RAY_STROKE` up along y, period
+    P = 2 s: from rest, periodic; the paper's Fig. 10b profile is not in its text) and its derivatives. Start it at
+    rest at q = 0 (straight links, a consistent state; gravity then sets the walls swinging about their sag)."""
+    linkage, closures = fin_ray_linkage(n_gauss)
+    system = linkage_system(linkage, prescribed=(FIN_RAY_ACTUATOR,), closures=closures)
+    profile = RaisedCosine(jnp.asarray([FIN_RAY_STROKE]), jnp.asarray([FIN_RAY_PERIOD]))
+    return system, prescribed_inputs(system, profile)
