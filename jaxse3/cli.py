@@ -43,6 +43,7 @@ EXAMPLES = {
     "flagellated": "underwater flagellated robot: a floating body, 2 driven shafts, 6 soft flagella, 80 DoF (§6.3)",
     "parallel-robot": "hybrid parallel robot: 3 soft pillars, a platform on spherical joints, 2 loop closures, 63 DoF "
     "(§6.1)",
+    "fin-ray": "fin-ray finger: 17 soft links, 6 loop closures, a prescribed slider, 74 DoF (§5.2; index-3 Newmark-β)",
     "lie-demo": "accuracy and speed of the SE(3) core's closed forms (exp, log, dexp, derivatives)",
 }
 #: the problems of ``jaxse3 optimize``

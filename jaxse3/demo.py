@@ -178,6 +178,15 @@ def _scenario(name: str):
             f"a constant wrench on the platform from rest"
         )
         return system, inputs, what, {}, None
+    if name == "fin-ray":
+        system, inputs = scenarios.fin_ray()
+        linkage, closures = system.params.linkage, system.params.closures
+        what = (
+            f"the seed 003 fin-ray finger: 17 soft ABS links, 5 ribs on revolute joints, {len(closures)} loop closures "
+            f"({sum(c.k for c in closures)} rows), the slider prescribed ({1e3 * scenarios.FIN_RAY_STROKE:g} mm "
+            f"strokes, period {scenarios.FIN_RAY_PERIOD:g} s); {linkage.nv} DoF, {linkage.n_points} points"
+        )
+        return system, inputs, what, {"solver": "newmark-index3", "dt": 1e-2}, None
     if name == "cdm-contact":
         system, inputs = scenarios.cdm_contact_system(), scenarios.cdm_tensions(2.0)
         what = "the seed 003 CDM inside a cylinder (r = 0.15 m, k_c = 1e5 N/m, p = 1.5)"
