@@ -22,12 +22,16 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    linkage run).
 6. Seed 003 §6.1's hybrid parallel robot (``jaxse3.sim.scenarios.parallel_robot``: three soft pillars, a platform on
    spherical joints, two loop closures; 63 DoF, Baumgarte): the Jacobians of its closed-chain forward dynamics as in 1.
-   at a random state (paper: f.d. 82.9 ms vs analytic 5.1 ms), 10 s dynamics as in 2. (paper: ode15s + analytic
-   2.46 s, Newmark h = 10 ms 17.6 s), and statics under ``--n-statics`` random platform wrenches (paper: 8.97 ms per
-   solve analytic, 166 ms finite differences).
+   at a random state (paper: f.d. 82.9 ms vs analytic 5.1 ms), 10 s dynamics as in 2. plus the index-3 Newmark-β
+   (paper: ode15s + analytic 2.46 s, Newmark h = 10 ms 17.6 s) with the constraints' drift, and statics under
+   ``--n-statics`` random platform wrenches (paper: 8.97 ms per solve analytic, 166 ms finite differences).
+7. Seed 003 §5.2's fin-ray finger (``jaxse3.sim.scenarios.fin_ray``: 17 soft links, 6 loop closures, a prescribed
+   slider; 74 DoF): the Jacobians of its closed-chain forward dynamics (Baumgarte, the slider force-driven) as in 1.
+   at a random state (paper: f.d. 498 ms vs analytic 23.7 ms), and 10 s of the prescribed motion under the index-3
+   Newmark-β, h = 10 ms (paper: Newmark h = 10 ms 69 s, ode15s + analytic 16 min 34 s).
 
     python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
-        [--skip serial flagellated parallel jacobians simulations statics rigid]
+        [--skip serial flagellated parallel fin-ray jacobians simulations statics rigid]
 """
 
 from __future__ import annotations
@@ -48,7 +52,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _timing import fmt_time, jacobian_by_columns, time_group, timed  # noqa: E402
 
 from jaxse3 import linkage as lk, rigid  # noqa: E402
-from jaxse3.sim import finite_difference, scenarios, simulate, solve_statics_batch, stack  # noqa: E402
+from jaxse3.sim import (  # noqa: E402
+    constraint_drift,
+    finite_difference,
+    scenarios,
+    simulate,
+    solve_statics_batch,
+    stack,
+)
 
 
 def _rel(a, b) -> float:
@@ -92,9 +103,23 @@ def parallel_jacobians(seed=4):
     """The parallel robot's closed-chain FD (Baumgarte, eqs. (48)–(51)) at a random, inconsistent state."""
     system, u = scenarios.parallel_robot()
     chain = system.params
-    linkage, closures, T = chain.linkage, chain.closures, chain.baumgarte_time
+    k = jax.random.split(jax.random.PRNGKey(seed), 2)
+    q, qd = 0.05 * jax.random.normal(k[0], (system.n_dof,)), 0.2 * jax.random.normal(k[1], (system.n_dof,))
+    closed_chain_jacobians("parallel robot", chain.linkage, chain.closures, chain.baumgarte_time, u, q, qd)
+
+
+def fin_ray_jacobians(seed=5):
+    """The fin-ray finger's closed-chain FD (Baumgarte, eqs. (48)–(51)) at a random, inconsistent state, its slider
+    driven by a force (the paper's Jacobian of FD; its prescribed run needs the index-3 form instead)."""
+    linkage, closures = scenarios.fin_ray_linkage()
     k = jax.random.split(jax.random.PRNGKey(seed), 2)
     q, qd = 0.05 * jax.random.normal(k[0], (linkage.nv,)), 0.2 * jax.random.normal(k[1], (linkage.nv,))
+    closed_chain_jacobians("fin-ray finger", linkage, closures, 0.01, jnp.full(linkage.n_inputs, 0.1), q, qd)
+
+
+def closed_chain_jacobians(name, linkage, closures, T, u, q, qd):
+    """∂q̈/∂(q, q̇) of a closed chain's Baumgarte forward dynamics: the rules against forward differences and autodiff
+    of the bordered system (48) built from rule-free public functions."""
 
     def plain(q, qd):  # the bordered system (48) from rule-free public functions
         A = lk.closure_jacobian(linkage, closures, q)
@@ -107,8 +132,8 @@ def parallel_jacobians(seed=4):
         top = lk.generalized_forces(linkage, q, qd, u) - bias
         return jnp.linalg.solve(K, jnp.concatenate([top, rhs]))[: linkage.nv]
 
-    fd = lambda q, qd: system.acceleration(q, qd, u)
-    jacobian_table("parallel robot, closed-chain FD at a random state", fd, plain, q, qd)
+    fd = lambda q, qd: lk.constrained_forward_dynamics(linkage, closures, q, qd, u, T)[0]
+    jacobian_table(f"{name}, closed-chain FD at a random state", fd, plain, q, qd)
 
 
 def parallel_statics(n, seed=0):
@@ -152,23 +177,33 @@ def jacobian_table(title, fd, plain, q, qd):
         )
 
 
-def simulation_table(title, system, inputs, t_final, newmark_dt):
+def simulation_table(title, system, inputs, t_final, newmark_dt, solvers=("kvaerno5", "kvaerno5-fd", "newmark")):
+    """``t_final`` of dynamics with each of ``solvers``; closed chains also report the largest ‖e‖ and ‖Aq̇‖."""
+    closed = system.constraint is not None
     print(f"\n[{title}] {t_final} s dynamics (wall and process CPU after compilation; compile = first call)")
-    print(f"{'method':40s} {'wall':>8s} {'CPU':>8s} {'steps':>7s} {'max tip mismatch':>17s} {'compile':>8s}")
+    drift = f" {'max ‖e‖':>9s} {'max ‖Aq̇‖':>9s}" if closed else ""
+    print(f"{'method':40s} {'wall':>8s} {'CPU':>8s} {'steps':>7s} {'max tip mismatch':>17s} {'compile':>8s}{drift}")
+    h = f"h = {1e3 * newmark_dt:g} ms"
     runs = {
-        "Kvaerno5 + analytic Jacobian": lambda t: simulate(system, inputs, t_final=t),
-        "Kvaerno5 + finite-diff. Jacobian": lambda t: simulate(system, inputs, t_final=t, jacobian="finite-difference"),
-        f"Newmark-β h = {1e3 * newmark_dt:g} ms (analytic)": lambda t: simulate(
-            system, inputs, t_final=t, solver="newmark", dt=newmark_dt
-        ),
+        "kvaerno5": ("Kvaerno5 + analytic Jacobian", {}),
+        "kvaerno5-fd": ("Kvaerno5 + finite-diff. Jacobian", {"jacobian": "finite-difference"}),
+        "newmark": (f"Newmark-β {h} (analytic)", {"solver": "newmark", "dt": newmark_dt}),
+        "newmark-index3": (f"Newmark-β index-3 {h} (analytic)", {"solver": "newmark-index3", "dt": newmark_dt}),
     }
     ref = None
-    for label, run in runs.items():
-        c = timed(lambda: run(2e-3))[1]
+    for solver in solvers:
+        label, kw = runs[solver]
+        run = lambda t, kw=kw: simulate(system, inputs, t_final=t, **kw)
+        c = timed(lambda: run(2 * newmark_dt))[1]
         tr, wall, cpu = timed(lambda: run(t_final))
         ref = tr if ref is None else ref
         mism = float(jnp.linalg.norm(tr.tip - ref.tip, axis=-1).max())
-        print(f"{label:40s} {wall:7.2f}s {cpu:7.2f}s {int(tr.num_steps):7d} {mism:16.1e}m {c:7.1f}s", flush=True)
+        if closed:
+            tr = constraint_drift(system, tr)
+            e, v = (float(np.max(tr.monitors[k])) for k in ("closure_error", "closure_velocity_error"))
+            drift = f" {e:9.1e} {v:9.1e}"
+        line = f"{label:40s} {wall:7.2f}s {cpu:7.2f}s {int(tr.num_steps):7d} {mism:16.1e}m {c:7.1f}s{drift}"
+        print(line, flush=True)
         if title.startswith("flagellated"):
             swim = scenarios.swimming(system.params, tr.q, tr.t)
             print(
@@ -243,7 +278,7 @@ def main(argv=None):
         "--skip",
         nargs="*",
         default=[],
-        choices=["serial", "flagellated", "parallel", "jacobians", "simulations", "statics", "rigid"],
+        choices=["serial", "flagellated", "parallel", "fin-ray", "jacobians", "simulations", "statics", "rigid"],
         help="robots or tables to leave out",
     )
     args = p.parse_args(argv)
@@ -263,9 +298,14 @@ def main(argv=None):
     if "parallel" not in args.skip and "jacobians" not in args.skip:
         parallel_jacobians()
     if "parallel" not in args.skip and "simulations" not in args.skip:
-        simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2)
+        solvers = ("kvaerno5", "kvaerno5-fd", "newmark", "newmark-index3")
+        simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2, solvers)
     if "parallel" not in args.skip and "statics" not in args.skip:
         parallel_statics(args.n_statics)
+    if "fin-ray" not in args.skip and "jacobians" not in args.skip:
+        fin_ray_jacobians()
+    if "fin-ray" not in args.skip and "simulations" not in args.skip:
+        simulation_table("fin-ray finger", *scenarios.fin_ray(), args.t_final, 1e-2, ("newmark-index3",))
     if "rigid" not in args.skip:
         robots = args.robots
         if robots is None:
