@@ -290,27 +290,29 @@ class Newmark(AbstractSolver):
         made_jump: Bool[ArrayLike, ""],
     ) -> tuple[tuple[Float[Array, "*b n"], Float[Array, "*b n"]], None, dict[str, Any], NewmarkState, RESULTS]:
         del made_jump
-        terms = unwrap_term(terms, SecondOrderResidualTerm)
+        term = unwrap_term(terms, self.term_structure)
         h = t1 - t0
-        qdd0 = solver_state.acceleration
-        params = (self, terms, t1, h, y0, qdd0, args)
+        x0 = solver_state.acceleration  # q̈_n (and, for ConstrainedNewmark, λ_n after it)
+        params = (self, term, t1, h, y0, x0, args)
+        linearised = self._linearisation()
         if self.iteration == "newton":
-            sol = newton(self._system, qdd0, params, self.tol, self.max_iters, linearised=self._linearised)
+            sol = newton(self._system, x0, params, self.tol, self.max_iters, linearised=linearised)
             factors, jacobians = None, sol.num_steps + 1
         else:
             sol = modified_newton(
                 self._residual,
                 lambda x, p: self._system(x, p)[1],
-                qdd0,
+                x0,
                 params,
                 solver_state.factors,
                 self.tol,
                 self.max_iters,
                 self.rate,
-                self._linearised,
+                linearised,
             )
             factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
-        y1 = self.predict(h, y0, qdd0, sol.value)
+        n = y0[0].shape[-1]
+        y1 = self.predict(h, y0, x0[..., :n], sol.value[..., :n])
         state = NewmarkState(
             sol.value,
             solver_state.newton_iterations + sol.num_steps,
@@ -328,7 +330,11 @@ class Newmark(AbstractSolver):
         y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
         args: PyTree[Any],
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
-        return unwrap_term(terms, SecondOrderResidualTerm).vf(t0, y0, args)
+        return unwrap_term(terms, self.term_structure).vf(t0, y0, args)
+
+    def _linearisation(self) -> Callable | None:
+        """The ``linearised`` of the steps' implicit-function rule (:func:`~jaxse3.integrate.newton.newton`)."""
+        return self._linearised
 
 
 class ConstrainedResidualTerm(AbstractTerm):
@@ -493,47 +499,5 @@ class ConstrainedNewmark(Newmark):
         S = scale * _bordered(r_qdd + solver.gamma * h * r_qd + scale * r_q, r_lam, e_q)
         return jnp.concatenate([scale * r, e], axis=-1), S
 
-    def step(
-        self,
-        terms: PyTree[AbstractTerm],
-        t0: Real[ArrayLike, ""],
-        t1: Real[ArrayLike, ""],
-        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
-        args: PyTree[Any],
-        solver_state: NewmarkState,
-        made_jump: Bool[ArrayLike, ""],
-    ) -> tuple[tuple[Float[Array, "*b n"], Float[Array, "*b n"]], None, dict[str, Any], NewmarkState, RESULTS]:
-        del made_jump
-        term = unwrap_term(terms, ConstrainedResidualTerm)
-        h = t1 - t0
-        x0 = solver_state.acceleration
-        params = (self, term, t1, h, y0, x0, args)
-        if self.iteration == "newton":
-            sol = newton(self._system, x0, params, self.tol, self.max_iters)
-            factors, jacobians = None, sol.num_steps + 1
-        else:
-            matrix = lambda x, p: self._system(x, p)[1]
-            sol = modified_newton(
-                self._residual, matrix, x0, params, solver_state.factors, self.tol, self.max_iters, self.rate
-            )
-            factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
-        n = y0[0].shape[-1]
-        y1 = self.predict(h, y0, x0[..., :n], sol.value[..., :n])
-        state = NewmarkState(
-            sol.value,
-            solver_state.newton_iterations + sol.num_steps,
-            jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
-            solver_state.jacobian_evaluations + jacobians,
-            factors,
-        )
-        result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
-        return y1, None, dict(y0=y0, y1=y1), state, result
-
-    def func(
-        self,
-        terms: PyTree[AbstractTerm],
-        t0: Real[ArrayLike, ""],
-        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
-        args: PyTree[Any],
-    ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
-        return unwrap_term(terms, ConstrainedResidualTerm).vf(t0, y0, args)
+    def _linearisation(self) -> None:
+        return None  # the JVP of R in the previous state and the parameters by autodiff

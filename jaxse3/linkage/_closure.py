@@ -646,11 +646,16 @@ def constrained_residual(
     return (_residual if covered(linkage) else _residual_plain)(linkage, closures, q, qd, qdd, u, T)
 
 
-def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
-    s = point_states(linkage, q, qd)  # one forward pass for the closures' rows, ID(q, q̇, 0) and M
+def _index3_parts(linkage, closures, q, qd, qdd, lam, u):
+    """(r, A, M) from one forward pass (the closures' rows, ID(q, q̇, 0) and M)."""
+    s = point_states(linkage, q, qd)
     A = _rows_of_states(linkage, closures, s).A
     bias, M = dynamics_of_states(linkage, s)
-    return generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam
+    return generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam, A, M
+
+
+def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
+    return _index3_parts(linkage, closures, q, qd, qdd, lam, u)[0]
 
 
 def _index3_jvp(primals, tangents):
@@ -658,10 +663,7 @@ def _index3_jvp(primals, tangents):
     _, _, dq, dqd, dqdd, dlam, du = tangents
     rest = jvp_of_rest(_index3_plain, primals, tangents, analytic=(2, 3, 4, 5, 6))
     if all(is_zero(t) for t in (dq, dqd, du)):  # along (q̈, λ) (and the parameters): dr = −M dq̈ + Aᵀ dλ
-        s = point_states(linkage, q, qd)
-        A = _rows_of_states(linkage, closures, s).A
-        bias, M = dynamics_of_states(linkage, s)
-        r = generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam
+        r, A, M = _index3_parts(linkage, closures, q, qd, qdd, lam, u)
         return r, accumulate(r, [(-M, dqdd), (A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     d = inverse_dynamics_derivatives(linkage, q, qd, qdd)
