@@ -71,7 +71,13 @@ class StaticsSolution(eqx.Module):
             q) has a positive definite symmetric part (Cholesky). For conservative loads (gravity, dead world
             wrenches) ``−∂R/∂q`` is the Hessian of the potential energy and this is the stability of the equilibrium;
             with follower wrenches or tendons it is sufficient for every eigenvalue of ``−∂R/∂q`` to have a positive
-            real part (no divergence instability).
+            real part (no divergence instability). With constraints, the stiffness reduced to the constraints'
+            tangent space, ``−Zᵀ (∂r/∂q) Z`` with Z a basis of the null space of ∂e/∂q.
+        multipliers: (n_constraints,) the constraints' multipliers λ at q (a closed chain: the closures' wrench
+            components, then the prescribed joints' efforts); None without constraints.
+        singular: with constraints, True iff Newton's matrix at q is numerically singular (its reciprocal condition
+            number below 1e−12): a limit point, a bifurcation, or constraints that are not independent there; None
+            without constraints.
     """
 
     q: jax.Array
@@ -83,6 +89,8 @@ class StaticsSolution(eqx.Module):
     load_fractions: jax.Array
     load_steps_taken: jax.Array
     stable: jax.Array
+    multipliers: jax.Array | None
+    singular: jax.Array | None
 
     @property
     def message(self) -> str:
@@ -112,6 +120,13 @@ def solve_statics(
 
     The load factor λ scales u and, for a rod system, gravity and the applied point wrenches; ``R(q; λ) = 0`` is
     followed from ``(q0, λ = 0)`` to ``λ = 1``.
+
+    A system with constraints (a closed chain, :func:`~jaxse3.sim.linkage_system` with ``closures``) is solved for
+    (q, λ) together (seed 003 eq. (52) at rest): ``R = [r(q, 0, 0, λ, u); e(q, u)] = 0`` with Newton's matrix
+    ``[[∂r/∂q, ∂r/∂λ], [∂e/∂q, 0]]`` from the rules, starting from the multipliers λ = 0; the multipliers (the closures'
+    wrench components, prescribed joints' efforts) are returned, the stability is that of the stiffness reduced to
+    the constraints' tangent space, and ``singular`` flags a singular matrix. Prescribed joints' positions are inputs,
+    so the continuation scales them with the load. ``q0`` must satisfy the constraints of the unloaded system.
 
     ``load_steps=None`` (default): adaptive continuation. The first step tries the full load, so a moderate load costs
     one Newton solve. A step from the equilibrium ``q_a`` at ``λ_a`` to ``λ_b = λ_a + Δλ`` runs Newton on
@@ -173,9 +188,40 @@ def solve_statics(
 
 def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual) -> jax.Array:
     """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a));
-    ``residual``: the system's residual at rest, ``(params, q, u) -> R``."""
+    ``residual``: the system's residual at rest, ``(params, q, u) -> R``, or of (q, multipliers) stacked
+    (:func:`_constrained_at_rest`)."""
     params = system.params if system.scale_loads is None else system.scale_loads(system.params, lam)
     return residual(params, q, lam * u)
+
+
+def _constrained_at_rest(system: System):
+    """``(params, x, u) -> [r(q, 0, 0, λ, u); e(q, u)]`` of x = (q, λ) (eq. (52) at rest)."""
+    n, multiplier_residual, constraint = system.n_dof, system.multiplier_residual, system.constraint
+
+    def at_rest(params, x, u):
+        q, lam = x[:n], x[n:]
+        zero = jnp.zeros_like(q)
+        return jnp.concatenate([multiplier_residual(params, q, zero, zero, lam, u), constraint(params, q, u)])
+
+    return at_rest
+
+
+def _reciprocal_condition(J: jax.Array) -> jax.Array:
+    """1/(‖J‖₁ ‖J⁻¹‖₁) from an LU inverse (NaN or 0 when J is singular)."""
+    return 1.0 / (jnp.linalg.norm(J, 1) * jnp.linalg.norm(jnp.linalg.inv(J), 1))
+
+
+def _reduced_stable(J: jax.Array, n: int) -> jax.Array:
+    """Whether the stiffness H = −sym(∂r/∂q) is positive definite on the null space of E = ∂e/∂q (the constraints'
+    tangent space), by Finsler's lemma: that holds iff H + ρEᵀE is positive definite for some ρ (and for every
+    larger one). Tried with ρ = (10², 10⁵, 10⁸) × max|H| / max|EᵀE| by Cholesky (no QR or eigen-decomposition, whose
+    batched CPU kernels are not serialised): positive definite for one of them means stable; a stable equilibrium
+    whose reduced stiffness is below 10⁻⁸ of the largest is reported unstable."""
+    H, E = -0.5 * (J[:n, :n] + J[:n, :n].T), J[n:, :n]
+    EtE = E.T @ E
+    scale = jnp.max(jnp.abs(H)) / jnp.maximum(jnp.max(jnp.abs(EtE)), jnp.finfo(J.dtype).tiny)
+    definite = [jnp.all(jnp.isfinite(jnp.linalg.cholesky(H + rho * scale * EtE))) for rho in (1e2, 1e5, 1e8)]
+    return definite[0] | definite[1] | definite[2]
 
 
 def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> NewtonResult:
@@ -201,7 +247,10 @@ def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contrac
 
 @eqx.filter_jit
 def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) -> StaticsSolution:
-    residual = system.at_rest() if jacobian == "analytic" else finite_difference(system.at_rest())
+    n, m = system.n_dof, system.n_constraints if system.constraint is not None else 0
+    at_rest = system.at_rest() if m == 0 else _constrained_at_rest(system)
+    residual = at_rest if jacobian == "analytic" else finite_difference(at_rest)
+    q0 = jnp.concatenate([q0, jnp.zeros(m, q0.dtype)])  # with constraints, x = (q, λ) from λ = 0
     one = jnp.asarray(1.0, q0.dtype)
     # the continuation runs on constants: derivatives of the equilibrium (w.r.t. u and the system's parameters) come
     # from the implicit function theorem at the full load, dq = −(∂R/∂q)⁻¹ (∂R/∂θ) dθ, not through the iterations
@@ -228,20 +277,23 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) ->
         lambda linear, rhs: jnp.linalg.solve(jax.jacfwd(linear)(rhs), rhs),
     )
     ok = result == StaticsResults.successful
-    res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, system.at_rest())))
-    stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T))))
+    res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, at_rest)))
+    stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T)))) if m == 0 else _reduced_stable(J, n)
+    singular = ~(_reciprocal_condition(J) > 1e-12) if m else None
     if throw:
         q = result.error_if(q, ~ok)
     return StaticsSolution(
-        q=q,
+        q=q[:n],
         result=result,
         converged=ok,
         residual_norm=res_norm,
         num_steps=steps,
-        tip=system.tip(q),
+        tip=system.tip(q[:n]),
         load_fractions=fractions,
         load_steps_taken=taken,
         stable=stable,
+        multipliers=q[n:] if m else None,
+        singular=singular,
     )
 
 

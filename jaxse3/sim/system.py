@@ -390,14 +390,13 @@ def linkage_system(
     * the forward dynamics is the q̈ of :func:`jaxse3.linkage.constrained_forward_dynamics`, so the diffrax solvers
       integrate the Baumgarte motion (kvaerno5/3 with their Jacobian through its rule, eqs. (50), (51); tsit5, dopri5);
     * the residual is :func:`jaxse3.linkage.constrained_residual`, τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀλ(q, q̇, u) with
-      the Baumgarte multipliers, = M(q)(q̈_B − q̈): zero along the same motion, so Newmark-β integrates it, and at
-      rest M q̈_B(q, 0, u), zero exactly at the constrained equilibria (τ − ID + Aᵀλ = 0 and e(q) = 0), so
-      :func:`~jaxse3.sim.solve_statics` solves for q alone. At zero load every configuration on the constraint
-      manifold is an equilibrium and Newton's matrix is singular there: start statics from a consistent
-      configuration near the solution and take the load in one step (``load_steps=1``), or from a loaded
-      equilibrium. ``StaticsSolution.stable`` then tests −∂r/∂q = −M ∂q̈_B/∂q, whose quadratic form along the
-      manifold's tangents is the reduced stiffness: an unstable equilibrium is reported unstable, but a stable one
-      may fail the test through the coupling with the constraint directions.
+      the Baumgarte multipliers, = M(q)(q̈_B − q̈): zero along the same motion, so Newmark-β integrates it;
+    * :func:`~jaxse3.sim.solve_statics` solves the index-3 form at rest for (q, λ) (eq. (52) with q̇ = q̈ = 0:
+      τ − ID + Aᵀλ = 0 and e(q) = 0, below), returns the multipliers, and tests the stability of the stiffness
+      reduced to the constraints' tangent space. At zero load every configuration on the constraint manifold of a
+      mechanism without stiffness (the four-bar) is an equilibrium and Newton's matrix is singular there: start
+      statics from a consistent configuration near the solution and take the load in one step (``load_steps=1``),
+      or from a loaded equilibrium.
 
     Start the dynamics from a consistent state (e(q0) = 0, A(q0) q̇0 = 0); from elsewhere the errors decay with
     T_B. A smaller T_B holds the constraints tighter and makes the system stiffer (eigenvalues near −1/T_B): keep it

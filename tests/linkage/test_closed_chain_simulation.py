@@ -236,10 +236,11 @@ def test_residual_is_tau_minus_id_plus_the_multipliers_work(system):
 @pytest.mark.parametrize("theta, offset", [(4.0, 0.3), (0.7, 0.2)])
 def test_statics_under_a_crank_torque_is_the_closed_form_equilibrium(system, theta, offset):
     """Gravity and the constant crank torque u* = V'(θ*) hold the four-bar at θ* (closed form). At zero load every
-    configuration on the manifold is an equilibrium (∂R/∂q singular), so the continuation is not started there: one
-    load step (``load_steps=1``), Newton from the consistent q(θ* + offset). It converges to q(θ*) (modulo 2π), with
-    e = 0 to round-off. θ* = 4 is a minimum of V − u*θ (V'' > 0), θ* = 0.7 a maximum (V'' < 0): the latter is
-    reported unstable."""
+    configuration on the manifold is an equilibrium (Newton's matrix singular), so the continuation is not started
+    there: one load step (``load_steps=1``), Newton on (q, λ) from the consistent q(θ* + offset). It converges to q(θ*)
+    (modulo 2π), with e = 0 to round-off, and the multipliers balance the loads: Aᵀλ = −(τ − ID(q, 0, 0)) from the
+    linkage's public functions. θ* = 4 is a minimum of V − u*θ (V'' > 0, reported stable: the stiffness reduced to
+    the one tangent direction), θ* = 0.7 a maximum (V'' < 0, reported unstable); the matrix is regular there."""
     dV, d2V = (
         float(f(theta)) for f in (jax.grad(lambda t: reduced(t)[1]), jax.grad(jax.grad(lambda t: reduced(t)[1])))
     )
@@ -250,8 +251,26 @@ def test_statics_under_a_crank_torque_is_the_closed_form_equilibrium(system, the
     np.testing.assert_allclose(wrap(sol.q - four_bar_pose(jnp.asarray(theta))[0]), 0.0, atol=1e-12)
     np.testing.assert_allclose(lk.closure_error(FOUR_BAR, PLANAR, sol.q), 0.0, atol=1e-14)
     assert float(sol.residual_norm) < 1e-10
-    if d2V < 0:
-        assert not bool(sol.stable)
+    assert bool(sol.stable) == (d2V > 0) and not bool(sol.singular)
+    zero = jnp.zeros(3)
+    loads = lk.generalized_forces(FOUR_BAR, sol.q, zero, u) - lk.inverse_dynamics(FOUR_BAR, sol.q, zero, zero)
+    A = lk.closure_jacobian(FOUR_BAR, PLANAR, sol.q)
+    np.testing.assert_allclose(A.T @ sol.multipliers, -loads, atol=1e-10)
+
+
+def test_statics_with_a_prescribed_crank_holds_it_with_the_reduced_torque():
+    """The four-bar with its crank prescribed at θ* (an input of the statics, continued from the crank at 0 with the
+    load: gravity and the prescription grow together) is held at the closed-form q(θ*), and the prescription's
+    multiplier is the crank's holding torque V'(θ*) of the reduced potential; no freedom is left, so the stiffness
+    reduced to the (empty) tangent space is trivially stable."""
+    system = sim.linkage_system(FOUR_BAR, prescribed=("crank",), closures=PLANAR)
+    for theta in (4.0, 0.7):
+        u = jnp.array([theta, 0.0, 0.0, 0.0, 0.0])  # (q_k, q̇_k, q̈_k, the coupler's and rocker's efforts)
+        sol = sim.solve_statics(system, u, four_bar_pose(jnp.asarray(0.0))[0])
+        assert bool(sol.converged) and not bool(sol.singular)
+        np.testing.assert_allclose(wrap(sol.q - four_bar_pose(jnp.asarray(theta))[0]), 0.0, atol=1e-11)
+        dV = float(jax.grad(lambda t: reduced(t)[1])(theta))
+        np.testing.assert_allclose(sol.multipliers[-1], dV, rtol=1e-9)
 
 
 def test_constraint_drift_monitors_are_saved(system, tmp_path):
