@@ -392,11 +392,12 @@ class ConstrainedResidualTerm(AbstractTerm):
         tol: float,
         max_iters: int,
         scale: Float[ArrayLike, ""] = 1.0,
-    ) -> NewtonResult:
+    ) -> tuple[NewtonResult, tuple[Array, ...]]:
         """``x = (q̈, λ)`` (concatenated, ``(*b, n + m)``) with ``r(t, q, q̇, q̈, λ) = 0`` and the constraints'
         second derivative ``ë = (∂e/∂q) q̈ + b = 0`` (b: :meth:`constraint_bias`), by a chord iteration from x = 0 with
         the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
-        mechanics: one update); test ``scale ‖(r, ë)‖_∞ ≤ tol``."""
+        mechanics: one update); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Returns the NewtonResult and the :meth:`partials` at
+        x = 0 (their one evaluation, without derivatives), for a caller that needs them too."""
         n, zero = q.shape[-1], jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
         t_, q_, qd_, args_ = eqx.combine(jax.lax.stop_gradient(dyn), static)
@@ -416,14 +417,16 @@ class ConstrainedResidualTerm(AbstractTerm):
             return scale_ * _bordered(r_qdd, r_lam, e_q)
 
         x0 = jnp.concatenate([zero, lam0], axis=-1)
-        first = factor(matrix(x0, (self, t_, q_, qd_, args_, jax.lax.stop_gradient(scale))))
-        return modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)
+        partials = self.partials(t_, q_, qd_, zero, lam0, args_)
+        first = factor(jax.lax.stop_gradient(scale) * _bordered(*partials[4:]))
+        sol = modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)
+        return sol, partials
 
     def vf(
         self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         q, qd = y
-        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        sol, _ = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
         qdd = sol.value[..., : q.shape[-1]]
         return qd, eqx.error_if(qdd, ~sol.converged, "ConstrainedResidualTerm.vf: Newton did not converge")
 
@@ -473,12 +476,17 @@ class ConstrainedNewmark(Newmark):
         q0, qd0 = y0
         _check_vector(y0, term.jacobian)
         h = t1 - t0
-        sol = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, self.beta * h * h)
+        scale = self.beta * h * h
+        sol, (_, _, r_q, r_qd, r_qdd, r_lam, e_q) = term.solve_acceleration(
+            t0, q0, qd0, args, self.tol, self.max_iters, scale
+        )
         x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(x0, zero, zero, zero, None)
-        S = jax.lax.stop_gradient(self._system(x0, (self, term, t1, h, y0, x0, args))[1])
+        # the first iteration matrix from the same partials (at (q_0, q̇_0) and x = 0, as Newmark's): one evaluation
+        # of the Jacobians before the steps, one copy in the program
+        S = jax.lax.stop_gradient(scale * _bordered(r_qdd + self.gamma * h * r_qd + scale * r_q, r_lam, e_q))
         return NewmarkState(x0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
 
     @staticmethod
