@@ -143,7 +143,8 @@ def parallel_statics(n, seed=0):
     w = np.concatenate([rng.uniform(-0.05, 0.05, (n, 3)), rng.uniform(-0.5, 0.5, (n, 3))], axis=1)
     systems = eqx.tree_at(lambda s: s.params.linkage.loads[0].wrench, stack([system] * n), jnp.asarray(w))
     print(f"\n[parallel robot] statics: {n} random wrenches, a batch of systems, from q = 0")
-    print(f"{'Newton Jacobian':32s} {'per solve':>10s} {'total':>8s} {'converged':>10s} {'compile+1st':>12s}")
+    head = f"{'Newton Jacobian':32s} {'per solve':>10s} {'total':>8s} {'converged':>10s} {'compile+1st':>12s}"
+    print(f"{head} {'stable':>7s} {'singular':>9s}")
     for label, jac in (
         ("analytic (rules), chunks of 8", "analytic"),
         ("finite differences, chunks of 8", "finite-difference"),
@@ -151,8 +152,11 @@ def parallel_statics(n, seed=0):
         solve = lambda: solve_statics_batch(systems, batch_system=True, jacobian=jac, chunk_size=8, throw=False)
         c = timed(solve)[1]
         sol, wall, _ = timed(solve)
+        ok = np.asarray(sol.converged)
+        stable, singular = (int(np.sum(np.asarray(x)[ok])) for x in (sol.stable, sol.singular))
         print(
-            f"{label:32s} {fmt_time(wall / n):>10s} {wall:7.2f}s {int(sol.converged.sum()):6d}/{n} {c:11.1f}s",
+            f"{label:32s} {fmt_time(wall / n):>10s} {wall:7.2f}s {int(ok.sum()):6d}/{n} {c:11.1f}s {stable:7d} "
+            f"{singular:9d}",
             flush=True,
         )
 

@@ -10,7 +10,8 @@ stabilisation (T_B = 10 ms).
 1. Dynamics: a constant wrench on the platform (0.3 N along x, −0.2 N along y, 0.02 N·m about z) from rest, under
    gravity, Kvaerno5; the platform's motion and the closures' drift ‖e‖, ‖Aq̇‖ against time.
 2. Statics: ``--n-statics`` random wrenches (force components in [−0.5, 0.5] N, moments in [−0.05, 0.05] N·m, as the
-   paper), one batch of systems (chunks of 8); how many converged, and the platform's positions.
+   paper), one batch of systems (chunks of 8), solved for (q, λ); how many converged and how many are stable (the
+   stiffness on the closures' tangent space), and the platform's positions.
 
     python examples/parallel_robot.py [--t-final 10] [--n-statics 100] [--out jaxse3-out/parallel-robot]
 """
@@ -82,13 +83,19 @@ def main(argv=None):
     sol.q.block_until_ready()
     wall = time.perf_counter() - t0
     centres = np.asarray(jax.vmap(lambda q: linkage.forward_kinematics(robot, q)[platform, :3, 3])(sol.q))
-    print(
-        f"statics: {int(sol.converged.sum())} of {a.n_statics} random wrenches converged in {wall:.1f} s (compilation "
-        f"included); mean {float(np.mean(sol.num_steps)):.1f} Newton iterations"
-    )
     ok = np.asarray(sol.converged)
+    stable = np.asarray(sol.stable) & ok
+    print(
+        f"statics: {int(ok.sum())} of {a.n_statics} random wrenches converged in {wall:.1f} s (compilation "
+        f"included); mean {float(np.mean(sol.num_steps)):.1f} Newton iterations; {int(stable.sum())} stable, "
+        f"{int((ok & ~stable).sum())} unstable (the stiffness on the closures' tangent space), "
+        f"{int((np.asarray(sol.singular) & ok).sum())} at a singular Newton matrix"
+    )
     fig, ax = plt.subplots(figsize=(4.5, 4))
-    ax.scatter(1e3 * centres[ok, 0], 1e3 * centres[ok, 1], c=1e3 * centres[ok, 2], s=12)
+    for mask, marker, label in ((stable, "o", "stable"), (ok & ~stable, "x", "unstable")):
+        ax.scatter(1e3 * centres[mask, 0], 1e3 * centres[mask, 1], c=1e3 * centres[mask, 2], s=12, marker=marker)
+        ax.plot([], [], "k" + marker, ls="", label=label)
+    ax.legend(fontsize=7)
     ax.set(xlabel="x [mm]", ylabel="y [mm]", title="platform centres under random wrenches", aspect="equal")
     fig.tight_layout()
     fig.savefig(os.path.join(a.out, "statics.png"), dpi=120)

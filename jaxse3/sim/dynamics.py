@@ -17,7 +17,8 @@
 - ``"newmark-index3"``: Newmark-β on the index-3 form of a constrained system (a closed chain of
   :func:`~jaxse3.sim.linkage_system`; seed 003 eqs. (52a), (52b) with the chain factors of eq. (12)): the unknowns of
   each step are (q̈, λ), the constraints e(q) = 0 hold to ``newton_tol`` at every step (no drift, no Baumgarte time
-  constant), :class:`~jaxse3.integrate.ConstrainedNewmark`. The start must be consistent (e(q0) = 0, ė = 0);
+  constant), :class:`~jaxse3.integrate.ConstrainedNewmark`. The start must be consistent (e(q0) = 0, ė = 0). Output
+  times between steps are linear interpolations of the steps, on which e is O(h²) instead (sample on the steps);
 - ``"tsit5"`` / ``"dopri5"``: adaptive explicit solvers, for comparison.
 
 Inputs u(t) are a callable, a constant or a :class:`~jaxse3.sim.system.SampledInput`. ``progress=True`` shows a tqdm
