@@ -318,8 +318,8 @@ def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
 def _index3_only(*args):
     raise ValueError(
         "linkage_system: a closed chain with prescribed joints runs only under simulate(..., "
-        "solver='newmark-index3'), which holds the prescriptions as constraints; its Baumgarte forward dynamics, "
-        "residual and statics (eqs. (43) and (48) combined) are not implemented"
+        "solver='newmark-index3'), which holds the prescriptions as constraints (and sim.solve_statics, for (q, λ)); "
+        "its Baumgarte forward dynamics and residual (eqs. (43) and (48) combined) are not implemented"
     )
 
 
@@ -409,8 +409,8 @@ def linkage_system(
     ``simulate(..., solver="newmark-index3")`` integrates with the constraints held to Newton's tolerance at every
     step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`. With ``prescribed`` joints as well, the
     prescriptions join the constraints (q_k − q_k(t) = 0, their multipliers the joints' efforts; inputs as above,
-    :func:`prescribed_inputs`) and only ``solver="newmark-index3"`` runs such a system (the Baumgarte form of
-    eqs. (43) and (48) combined is not implemented: the other drivers raise a ``ValueError``).
+    :func:`prescribed_inputs`): ``solver="newmark-index3"`` and :func:`~jaxse3.sim.solve_statics` run such a system
+    (the Baumgarte form of eqs. (43) and (48) combined is not implemented: the other solvers raise a ``ValueError``).
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
