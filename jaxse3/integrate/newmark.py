@@ -215,19 +215,25 @@ class Newmark(AbstractSolver):
         y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
         args: PyTree[Any],
     ) -> NewmarkState:
-        terms = unwrap_term(terms, SecondOrderResidualTerm)
+        term = unwrap_term(terms, self.term_structure)
         q0, qd0 = y0
         h = t1 - t0
         scale = self.beta * h * h
-        sol, (_, A_q, A_qd, A_qdd) = terms.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
-        qdd0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
+        sol, partials = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
+        x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
-            return NewmarkState(qdd0, zero, zero, zero, None)
-        # the first iteration matrix from the same partials (at q_0, q̇_0, q̈ = 0: within O(h) of the first step's; a
-        # slow update refreshes it): one evaluation of the Jacobians before the steps, one copy in the program
-        S = jax.lax.stop_gradient(scale * (A_qdd + self.gamma * h * A_qd + scale * A_q))
-        return NewmarkState(qdd0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
+            return NewmarkState(x0, zero, zero, zero, None)
+        # the first iteration matrix from the same partials (at q_0, q̇_0 and an acceleration (and multipliers) of 0:
+        # within O(h) of the first step's; a slow update refreshes it): one evaluation of the Jacobians before the
+        # steps, one copy in the program
+        S = jax.lax.stop_gradient(self._start_matrix(partials, h, scale))
+        return NewmarkState(x0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
+
+    def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
+        """βh² J of eq. (12) from the start's partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``."""
+        _, A_q, A_qd, A_qdd = partials
+        return scale * (A_qdd + self.gamma * h * A_qd + scale * A_q)
 
     def predict(
         self,
@@ -398,6 +404,7 @@ class ConstrainedResidualTerm(AbstractTerm):
         the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
         mechanics: one update); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Returns the NewtonResult and the :meth:`partials` at
         x = 0 (their one evaluation, without derivatives), for a caller that needs them too."""
+        _check_vector((q, qd), self.jacobian)
         n, zero = q.shape[-1], jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
         t_, q_, qd_, args_ = eqx.combine(jax.lax.stop_gradient(dyn), static)
@@ -464,30 +471,10 @@ class ConstrainedNewmark(Newmark):
 
     term_structure: ClassVar = ConstrainedResidualTerm
 
-    def init(
-        self,
-        terms: PyTree[AbstractTerm],
-        t0: Real[ArrayLike, ""],
-        t1: Real[ArrayLike, ""],
-        y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
-        args: PyTree[Any],
-    ) -> NewmarkState:
-        term = unwrap_term(terms, ConstrainedResidualTerm)
-        q0, qd0 = y0
-        _check_vector(y0, term.jacobian)
-        h = t1 - t0
-        scale = self.beta * h * h
-        sol, (_, _, r_q, r_qd, r_qdd, r_lam, e_q) = term.solve_acceleration(
-            t0, q0, qd0, args, self.tol, self.max_iters, scale
-        )
-        x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
-        zero = jnp.asarray(0, jnp.int32)
-        if self.iteration == "newton":
-            return NewmarkState(x0, zero, zero, zero, None)
-        # the first iteration matrix from the same partials (at (q_0, q̇_0) and x = 0, as Newmark's): one evaluation
-        # of the Jacobians before the steps, one copy in the program
-        S = jax.lax.stop_gradient(scale * _bordered(r_qdd + self.gamma * h * r_qd + scale * r_q, r_lam, e_q))
-        return NewmarkState(x0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
+    def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
+        """βh² ∂R/∂x (class docstring) from the start's partials ``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)``."""
+        _, _, r_q, r_qd, r_qdd, r_lam, e_q = partials
+        return scale * _bordered(r_qdd + self.gamma * h * r_qd + scale * r_q, r_lam, e_q)
 
     @staticmethod
     def _residual(x, p):
