@@ -67,6 +67,7 @@ import numpy as np
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
+from jaxse3.integrate.newmark import chung_hulbert
 from jaxse3.integrate.newton import newton, newton_statistics, unwrap_term
 from jaxse3.lie import se3, so3
 
@@ -265,12 +266,7 @@ class GeneralizedAlpha(AbstractSolver):
 
     def coefficients(self) -> tuple[Any, Any, Any, Any]:
         """(α_m, α_f, γ, β) from ρ∞ (Chung–Hulbert; digest §7.3)."""
-        rho = self.rho_inf
-        alpha_m = (2.0 * rho - 1.0) / (rho + 1.0)
-        alpha_f = rho / (rho + 1.0)
-        gamma = 0.5 + alpha_f - alpha_m
-        beta = 0.25 * (gamma + 0.5) ** 2
-        return alpha_m, alpha_f, gamma, beta
+        return chung_hulbert(self.rho_inf)
 
     def init(
         self,

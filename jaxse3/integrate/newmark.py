@@ -18,17 +18,29 @@ The partial Jacobians come from the term's ``jacobian`` function when given (e.g
 from ``jax.jacfwd`` of r (which runs the custom_jvp rules of whatever r calls). β = ¼, γ = ½ (the default) is the
 trapezoidal rule: second order, no numerical damping, energy-conserving for linear undamped systems.
 
-Newton convergence: ``βh² ‖r‖_∞ ≤ tol`` (r converted to ``∂r/∂q̈ × displacement`` units, e.g. mass × length for
-mechanics), checked before each update. ``iteration="newton"`` (default) evaluates J at every iterate;
-``iteration="modified"`` keeps the LU factors of J in the solver state across steps and re-evaluates J only when an
-update reduces the residual by less than the factor ``rate`` (:func:`~jaxse3.integrate.newton.modified_newton`): for
-a mass-dominated J (small h, e.g. a soft rod), most steps cost a few residuals and no Jacobian. Iterations and
-Jacobian evaluations are counted in the solver state (:func:`jaxse3.integrate.newton_statistics` reads them); a step
-that does not converge within ``max_iters`` returns ``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises
-(or reports it with ``throw=False``). The initial acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by a chord
-iteration with ∂r/∂q̈ at q̈ = 0 (one update for the residuals of mechanics, linear in q̈), whose partials also give
-the first iteration matrix of ``iteration="modified"`` (when it does not converge, q̈_0 is NaN and the first step
-fails with a result code, so that ``throw=False`` reports the failure instead of raising).
+**Generalised-α** (Chung & Hulbert 1993, in the form of Arnold & Brüls 2007: the equations hold at t_{n+1}) is the
+same step with pseudo-accelerations a_n in the update (a = q̈ for Newmark-β):
+
+    (1 − α_m) a_{n+1} + α_m a_n = (1 − α_f) q̈_{n+1} + α_f q̈_n,   a_0 = q̈_0,
+    q_{n+1} = q_n + h q̇_n + h²(½ − β) a_n + h²β a_{n+1},      q̇_{n+1} = q̇_n + h(1 − γ) a_n + hγ a_{n+1},
+
+so the unknown stays q̈_{n+1} and J has β' = β(1 − α_f)/(1 − α_m), γ' = γ(1 − α_f)/(1 − α_m) in place of β, γ.
+``Newmark.generalized_alpha(rho_inf)`` takes (α_m, α_f, γ, β) from the spectral radius at infinity
+(:func:`chung_hulbert`): second order, with the high frequencies (stiff modes, and the (−1)ⁿ oscillation that the
+trapezoidal rule leaves in the accelerations and multipliers of an index-3 system) damped to ρ∞ per step.
+
+Newton convergence: ``β'h² ‖r‖_∞ ≤ tol`` (β' = β for Newmark-β; r converted to ``∂r/∂q̈ × displacement`` units, e.g.
+mass × length for mechanics), checked before each update. ``iteration="newton"`` (default) evaluates J at every
+iterate; ``iteration="modified"`` keeps the LU factors of J in the solver state across steps and re-evaluates J only
+when an update reduces the residual by less than the factor ``rate``
+(:func:`~jaxse3.integrate.newton.modified_newton`): for a mass-dominated J (small h, e.g. a soft rod), most steps cost
+a few residuals and no Jacobian. Iterations and Jacobian evaluations are counted in the solver state
+(:func:`jaxse3.integrate.newton_statistics` reads them); a step that does not converge within ``max_iters`` returns
+``RESULTS.nonlinear_max_steps_reached`` and ``diffeqsolve`` raises (or reports it with ``throw=False``). The initial
+acceleration q̈_0 solves ``r(t_0, q_0, q̇_0, q̈_0) = 0`` by a chord iteration with ∂r/∂q̈ at q̈ = 0 (one update for the
+residuals of mechanics, linear in q̈), whose partials also give the first iteration matrix of ``iteration="modified"``
+(when it does not converge, q̈_0 is NaN and the first step fails with a result code, so that ``throw=False`` reports
+the failure instead of raising).
 
 **Block systems.** ``q`` may also be a stack ``(B, n)`` of B independent systems on one time grid (e.g. a batch of
 rods): the residual maps ``(B, n)`` arrays to ``(B, n)``, the term's ``jacobian`` (required then) returns blocks
@@ -50,7 +62,26 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, unwrap_term
 from jaxse3.lie.tangents import dense, jvp_moving
 
-__all__ = ["SecondOrderResidualTerm", "Newmark", "NewmarkState", "ConstrainedResidualTerm", "ConstrainedNewmark"]
+__all__ = [
+    "SecondOrderResidualTerm",
+    "Newmark",
+    "NewmarkState",
+    "ConstrainedResidualTerm",
+    "ConstrainedNewmark",
+    "chung_hulbert",
+]
+
+
+def chung_hulbert(rho_inf: float | jax.Array) -> tuple[Any, Any, Any, Any]:
+    """(α_m, α_f, γ, β) of generalised-α from the spectral radius at infinite frequency ρ∞ ∈ [0, 1] (Chung & Hulbert
+    1993): α_m = (2ρ∞ − 1)/(ρ∞ + 1), α_f = ρ∞/(ρ∞ + 1), γ = ½ + α_f − α_m, β = ¼(γ + ½)² — second order, the high
+    frequencies damped to ρ∞ per step and the low ones least (ρ∞ = 1: α_m = α_f = ½, no damping)."""
+    if isinstance(rho_inf, (int, float)) and not 0.0 <= rho_inf <= 1.0:
+        raise ValueError(f"generalised-α: 'rho_inf' must lie in [0, 1], got {rho_inf}")
+    alpha_m = (2.0 * rho_inf - 1.0) / (rho_inf + 1.0)
+    alpha_f = rho_inf / (rho_inf + 1.0)
+    gamma = 0.5 + alpha_f - alpha_m
+    return alpha_m, alpha_f, gamma, 0.25 * (gamma + 0.5) ** 2
 
 
 def _check_vector(y0, jacobian):
@@ -167,7 +198,8 @@ class SecondOrderResidualTerm(AbstractTerm):
 class NewmarkState(eqx.Module):
     """Solver state carried between steps."""
 
-    acceleration: jax.Array  # q̈_n
+    acceleration: jax.Array  # q̈_n (and, for ConstrainedNewmark, λ_n after it)
+    pseudo_acceleration: jax.Array  # a_n of generalised-α (= q̈_n for Newmark-β, α_m = α_f = 0)
     newton_iterations: jax.Array  # total Newton updates since t0 (int32)
     max_newton_iterations: jax.Array  # largest number of updates in one step (int32)
     jacobian_evaluations: jax.Array  # iteration matrices evaluated since t0 (int32)
@@ -195,6 +227,8 @@ class Newmark(AbstractSolver):
 
     beta: float | jax.Array = 0.25
     gamma: float | jax.Array = 0.5
+    alpha_m: float | jax.Array = 0.0
+    alpha_f: float | jax.Array = 0.0
     tol: float = 1e-10
     max_iters: int = eqx.field(static=True, default=20)
     iteration: str = eqx.field(static=True, default="newton")
@@ -203,6 +237,24 @@ class Newmark(AbstractSolver):
     def __check_init__(self):
         if self.iteration not in ("newton", "modified"):
             raise ValueError(f"Newmark: iteration must be 'newton' or 'modified', got {self.iteration!r}")
+        if isinstance(self.alpha_m, (int, float)) and not self.alpha_m < 1.0:
+            raise ValueError(f"Newmark: alpha_m must be below 1, got {self.alpha_m}")
+
+    @classmethod
+    def generalized_alpha(cls, rho_inf: float = 0.9, **options: Any) -> Newmark:
+        """Generalised-α (Chung & Hulbert 1993) with the parameters of :func:`chung_hulbert` from the spectral radius
+        at infinite frequency ``rho_inf`` ∈ [0, 1]: second order, with numerical damping of the high frequencies
+        (ρ∞ = 1: none; 0: asymptotic annihilation). The equations hold at t_{n+1} (the form of Arnold & Brüls 2007,
+        which stays second order on index-3 systems, :class:`ConstrainedNewmark`). Other options as the class's
+        attributes."""
+        return cls(**dict(zip(("alpha_m", "alpha_f", "gamma", "beta"), chung_hulbert(rho_inf))), **options)
+
+    @property
+    def _weights(self) -> tuple[Any, Any]:
+        """(β', γ') = (β, γ)(1 − α_f)/(1 − α_m): the derivatives of (q_{n+1}, q̇_{n+1}) in q̈_{n+1}, in units of h²
+        and h (β, γ for Newmark-β)."""
+        c = (1.0 - self.alpha_f) / (1.0 - self.alpha_m)
+        return self.beta * c, self.gamma * c
 
     def order(self, terms: PyTree[AbstractTerm]) -> int:
         return 2
@@ -218,70 +270,90 @@ class Newmark(AbstractSolver):
         term = unwrap_term(terms, self.term_structure)
         q0, qd0 = y0
         h = t1 - t0
-        scale = self.beta * h * h
+        scale = self._weights[0] * h * h
         sol, partials = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
         x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
+        a0 = x0[..., : q0.shape[-1]]  # a_0 = q̈_0
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
-            return NewmarkState(x0, zero, zero, zero, None)
+            return NewmarkState(x0, a0, zero, zero, zero, None)
         # the first iteration matrix from the same partials (at q_0, q̇_0 and an acceleration (and multipliers) of 0:
         # within O(h) of the first step's; a slow update refreshes it): one evaluation of the Jacobians before the
         # steps, one copy in the program
         S = jax.lax.stop_gradient(self._start_matrix(partials, h, scale))
-        return NewmarkState(x0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
+        return NewmarkState(x0, a0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
 
     def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
-        """βh² J of eq. (12) from the start's partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``."""
+        """β'h² J of eq. (12) from the start's partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``."""
         _, A_q, A_qd, A_qdd = partials
-        return scale * (A_qdd + self.gamma * h * A_qd + scale * A_q)
+        return scale * (A_qdd + self._weights[1] * h * A_qd + scale * A_q)
+
+    def pseudo_acceleration(
+        self, a0: Float[Array, "*b n"], qdd0: Float[Array, "*b n"], qdd1: Float[Array, "*b n"]
+    ) -> Float[Array, "*b n"]:
+        """a_{n+1} from (1 − α_m) a_{n+1} + α_m a_n = (1 − α_f) q̈_{n+1} + α_f q̈_n (q̈_{n+1} for Newmark-β)."""
+        return (self.alpha_f * qdd0 - self.alpha_m * a0 + (1.0 - self.alpha_f) * qdd1) / (1.0 - self.alpha_m)
 
     def predict(
         self,
         h: Real[ArrayLike, ""],
         y0: tuple[Float[Array, "*b n"], Float[Array, "*b n"]],
+        a0: Float[Array, "*b n"],
         qdd0: Float[Array, "*b n"],
         qdd1: Float[Array, "*b n"],
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
-        """(q_{n+1}, q̇_{n+1}) from the Newmark update for a given q̈_{n+1}."""
+        """(q_{n+1}, q̇_{n+1}) from the Newmark update with the pseudo-accelerations a_n, a_{n+1} (:meth:`pseudo_
+        acceleration`; a = q̈ for Newmark-β) for a given q̈_{n+1}."""
         q0, qd0 = y0
         beta, gamma = self.beta, self.gamma
-        q1 = q0 + h * qd0 + h * h * (0.5 - beta) * qdd0 + h * h * beta * qdd1
-        qd1 = qd0 + h * (1.0 - gamma) * qdd0 + h * gamma * qdd1
+        a1 = self.pseudo_acceleration(a0, qdd0, qdd1)
+        q1 = q0 + h * qd0 + h * h * (0.5 - beta) * a0 + h * h * beta * a1
+        qd1 = qd0 + h * (1.0 - gamma) * a0 + h * gamma * a1
         return q1, qd1
 
     @staticmethod
     def _residual(x, p):
-        """βh² r(t_{n+1}, q_{n+1}(x), q̇_{n+1}(x), x) for the unknown x = q̈_{n+1}."""
-        solver, term, t1, h, y0, qdd0, args = p
-        q, qd = solver.predict(h, y0, qdd0, x)
-        return solver.beta * h * h * term.residual(t1, q, qd, x, args)
+        """β'h² r(t_{n+1}, q_{n+1}(x), q̇_{n+1}(x), x) for the unknown x = q̈_{n+1}."""
+        solver, term, t1, h, y0, qdd0, a0, args = p
+        q, qd = solver.predict(h, y0, a0, qdd0, x)
+        return solver._weights[0] * h * h * term.residual(t1, q, qd, x, args)
 
     @staticmethod
     def _system(x, p):
-        """(βh² r, βh² J) with J of eq. (12) (divided by 1/(βh²)); blocks for a stack."""
-        solver, term, t1, h, y0, qdd0, args = p
-        q, qd = solver.predict(h, y0, qdd0, x)
+        """(β'h² r, β'h² J) with J of eq. (12) (divided by 1/(β'h²)); blocks for a stack."""
+        solver, term, t1, h, y0, qdd0, a0, args = p
+        q, qd = solver.predict(h, y0, a0, qdd0, x)
         r, dq, dqd, dqdd = term.partials(t1, q, qd, x, args)
-        scale = solver.beta * h * h
-        return scale * r, scale * (dqdd + solver.gamma * h * dqd + solver.beta * h * h * dq)
+        beta_w, gamma_w = solver._weights
+        scale = beta_w * h * h
+        return scale * r, scale * (dqdd + gamma_w * h * dqd + scale * dq)
 
     @staticmethod
     def _linearised(x, p, dp):
-        """(βh² J, the tangent of βh² r along dp) from one evaluation of the partials at the root x: the tangents of
-        the previous state (q_n, q̇_n, q̈_n) and of h enter through the Newmark update, whose derivatives are known,
-        so only the arguments (inputs, model parameters) and t_{n+1} need a JVP of r, at fixed (q, q̇, q̈)."""
-        solver, term, t1, h, y0, qdd0, args = p
-        _, _, dt1, dh, (dq0, dqd0), dqdd0, dargs = dp
-        dh, dq0, dqd0, dqdd0 = (dense(a, d) for a, d in ((h, dh), (y0[0], dq0), (y0[1], dqd0), (qdd0, dqdd0)))
+        """(β'h² J, the tangent of β'h² r along dp) from one evaluation of the partials at the root x: the tangents
+        of the previous state (q_n, q̇_n, q̈_n, a_n) and of h enter through the Newmark update, whose derivatives are
+        known, so only the arguments (inputs, model parameters) and t_{n+1} need a JVP of r, at fixed (q, q̇, q̈)."""
+        solver, term, t1, h, y0, qdd0, a0, args = p
+        _, _, dt1, dh, (dq0, dqd0), dqdd0, da0, dargs = dp
+        pairs = ((h, dh), (y0[0], dq0), (y0[1], dqd0), (qdd0, dqdd0), (a0, da0))
+        dh, dq0, dqd0, dqdd0, da0 = (dense(a, d) for a, d in pairs)
         beta, gamma = solver.beta, solver.gamma
-        q, qd = solver.predict(h, y0, qdd0, x)
+        q, qd = solver.predict(h, y0, a0, qdd0, x)
         _, A_q, A_qd, A_qdd = term.partials(t1, q, qd, x, args)
-        scale = beta * h * h
-        S = scale * (A_qdd + gamma * h * A_qd + beta * h * h * A_q)
-        # the Newmark update's tangents in (q_n, q̇_n, q̈_n, h) at fixed x = q̈_{n+1}
+        beta_w, gamma_w = solver._weights
+        scale = beta_w * h * h
+        S = scale * (A_qdd + gamma_w * h * A_qd + scale * A_q)
+        # the update's tangents in (q_n, q̇_n, q̈_n, a_n, h) at fixed x = q̈_{n+1}
+        a1 = solver.pseudo_acceleration(a0, qdd0, x)
+        da1 = (solver.alpha_f * dqdd0 - solver.alpha_m * da0) / (1.0 - solver.alpha_m)
         qd0 = y0[1]
-        dq = dq0 + h * dqd0 + h * h * (0.5 - beta) * dqdd0 + dh * (qd0 + 2 * h * ((0.5 - beta) * qdd0 + beta * x))
-        dqd = dqd0 + h * (1.0 - gamma) * dqdd0 + dh * ((1.0 - gamma) * qdd0 + gamma * x)
+        dq = (
+            dq0
+            + h * dqd0
+            + h * h * ((0.5 - beta) * da0 + beta * da1)
+            + dh * (qd0 + 2 * h * ((0.5 - beta) * a0 + beta * a1))
+        )
+        dqd = dqd0 + h * ((1.0 - gamma) * da0 + gamma * da1) + dh * ((1.0 - gamma) * a0 + gamma * a1)
         dr = _matvec(A_q, dq) + _matvec(A_qd, dqd) + _jvp_in_time_and_args(term, t1, q, qd, x, args, dt1, dargs)
         return S, scale * dr  # the scale's own derivative multiplies r = 0 (the root)
 
@@ -299,7 +371,9 @@ class Newmark(AbstractSolver):
         term = unwrap_term(terms, self.term_structure)
         h = t1 - t0
         x0 = solver_state.acceleration  # q̈_n (and, for ConstrainedNewmark, λ_n after it)
-        params = (self, term, t1, h, y0, x0, args)
+        n = y0[0].shape[-1]
+        a0 = solver_state.pseudo_acceleration
+        params = (self, term, t1, h, y0, x0[..., :n], a0, args)
         linearised = self._linearisation()
         if self.iteration == "newton":
             sol = newton(self._system, x0, params, self.tol, self.max_iters, linearised=linearised)
@@ -317,10 +391,11 @@ class Newmark(AbstractSolver):
                 linearised,
             )
             factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
-        n = y0[0].shape[-1]
-        y1 = self.predict(h, y0, x0[..., :n], sol.value[..., :n])
+        qdd0, qdd1 = x0[..., :n], sol.value[..., :n]
+        y1 = self.predict(h, y0, a0, qdd0, qdd1)
         state = NewmarkState(
             sol.value,
+            self.pseudo_acceleration(a0, qdd0, qdd1),
             solver_state.newton_iterations + sol.num_steps,
             jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
             solver_state.jacobian_evaluations + jacobians,
@@ -474,24 +549,25 @@ class ConstrainedNewmark(Newmark):
     def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
         """βh² ∂R/∂x (class docstring) from the start's partials ``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)``."""
         _, _, r_q, r_qd, r_qdd, r_lam, e_q = partials
-        return scale * _bordered(r_qdd + self.gamma * h * r_qd + scale * r_q, r_lam, e_q)
+        return scale * _bordered(r_qdd + self._weights[1] * h * r_qd + scale * r_q, r_lam, e_q)
 
     @staticmethod
     def _residual(x, p):
-        solver, term, t1, h, y0, x0, args = p
+        solver, term, t1, h, y0, qdd0, a0, args = p
         n = y0[0].shape[-1]
-        q, qd = solver.predict(h, y0, x0[..., :n], x[..., :n])
-        r = solver.beta * h * h * term.residual(t1, q, qd, x[..., :n], x[..., n:], args)
+        q, qd = solver.predict(h, y0, a0, qdd0, x[..., :n])
+        r = solver._weights[0] * h * h * term.residual(t1, q, qd, x[..., :n], x[..., n:], args)
         return jnp.concatenate([r, term.constraint(t1, q, args)], axis=-1)
 
     @staticmethod
     def _system(x, p):
-        solver, term, t1, h, y0, x0, args = p
+        solver, term, t1, h, y0, qdd0, a0, args = p
         n = y0[0].shape[-1]
-        q, qd = solver.predict(h, y0, x0[..., :n], x[..., :n])
+        q, qd = solver.predict(h, y0, a0, qdd0, x[..., :n])
         r, e, r_q, r_qd, r_qdd, r_lam, e_q = term.partials(t1, q, qd, x[..., :n], x[..., n:], args)
-        scale = solver.beta * h * h
-        S = scale * _bordered(r_qdd + solver.gamma * h * r_qd + scale * r_q, r_lam, e_q)
+        beta_w, gamma_w = solver._weights
+        scale = beta_w * h * h
+        S = scale * _bordered(r_qdd + gamma_w * h * r_qd + scale * r_q, r_lam, e_q)
         return jnp.concatenate([scale * r, e], axis=-1), S
 
     def _linearisation(self) -> None:

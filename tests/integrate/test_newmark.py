@@ -1,8 +1,9 @@
-"""Newmark-β (seed 003 eqs. (10)–(12)) on a two-degree-of-freedom oscillator.
+"""Newmark-β (seed 003 eqs. (10)–(12)) and its generalised-α form on a two-degree-of-freedom oscillator.
 
 Oracles: the exact solution of the linear system (matrix exponential of the first-order form), scipy DOP853 at
 rtol = atol = 1e-12 for the nonlinear one, exact energy conservation of the trapezoidal rule (β = ¼, γ = ½) for the
-linear undamped case, the hand-written Jacobian vs ``jax.jacfwd``, and central finite differences for gradients.
+linear undamped case, the spectral radius of generalised-α's one-step map (Chung & Hulbert 1993: ρ∞ at infinite
+frequency, 1 for ρ∞ = 1), the hand-written Jacobian vs ``jax.jacfwd``, and central finite differences for gradients.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import scipy.linalg
 from scipy.integrate import solve_ivp
 
-from jaxse3.integrate.newmark import Newmark, SecondOrderResidualTerm
+from jaxse3.integrate.newmark import Newmark, NewmarkState, SecondOrderResidualTerm, chung_hulbert
 from jaxse3.integrate.newton import newton_statistics
 
 MASS = np.array([[2.0, 0.3], [0.3, 1.0]])
@@ -47,8 +48,13 @@ def stacked_residual(t, q, qd, qdd, args):
     return jax.vmap(lambda q, qd, qdd: residual(t, q, qd, qdd, args))(q, qd, qdd)
 
 
+def method(rho_inf: float | None = None, **options) -> Newmark:
+    """Newmark-β (None) or generalised-α with spectral radius ``rho_inf`` at infinity."""
+    return Newmark(**options) if rho_inf is None else Newmark.generalized_alpha(rho_inf, **options)
+
+
 @functools.cache
-def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False, rate: float = 0.1):
+def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False, rate: float = 0.1, rho_inf=None):
     if stacked:
         term = SecondOrderResidualTerm(stacked_residual, stacked_jacobian)
     else:
@@ -58,7 +64,7 @@ def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False
         saveat = diffrax.SaveAt(ts=t1 * jnp.linspace(0.0, 1.0, 11), solver_state=True)
         sol = diffrax.diffeqsolve(
             term,
-            Newmark(tol=tol, iteration=iteration, rate=rate),
+            method(rho_inf, tol=tol, iteration=iteration, rate=rate),
             0.0,
             t1,
             h,
@@ -73,8 +79,21 @@ def runner(user_jacobian: bool, iteration: str = "newton", stacked: bool = False
     return jax.jit(run)
 
 
-def solve(h, t1=2.0, c=0.0, eps=0.0, q0=Q0, qd0=QD0, tol=1e-12, user_jacobian=False, iteration="newton", rate=0.1):
-    return runner(user_jacobian, iteration, False, rate)(h, t1, jnp.asarray(q0), jnp.asarray(qd0), (c, eps), tol)
+def solve(
+    h,
+    t1=2.0,
+    c=0.0,
+    eps=0.0,
+    q0=Q0,
+    qd0=QD0,
+    tol=1e-12,
+    user_jacobian=False,
+    iteration="newton",
+    rate=0.1,
+    rho_inf=None,
+):
+    run = runner(user_jacobian, iteration, False, rate, rho_inf)
+    return run(h, t1, jnp.asarray(q0), jnp.asarray(qd0), (c, eps), tol)
 
 
 def exact_linear(t, c):
@@ -118,12 +137,14 @@ def test_undamped_linear_energy_is_conserved():
     assert float(stats["max_per_step"]) == 1  # linear residual: one Newton update per step
 
 
-def test_nonlinear_order_two_and_user_jacobian_equals_autodiff():
+@pytest.mark.parametrize("rho_inf", [None, 0.0, 0.6, 1.0])
+def test_nonlinear_order_two_and_user_jacobian_equals_autodiff(rho_inf):
+    """Newmark-β and generalised-α (from asymptotic annihilation to no damping): second order in q."""
     errs = []
     q_ref, _qd_ref = reference_nonlinear(2.0, 0.05, 1.5)
     for h in (0.04, 0.02, 0.01):
-        ys_ad, stats, ok = solve(h, c=0.05, eps=1.5)
-        ys_user, stats_user, ok_user = solve(h, c=0.05, eps=1.5, user_jacobian=True)
+        ys_ad, stats, ok = solve(h, c=0.05, eps=1.5, rho_inf=rho_inf)
+        ys_user, stats_user, ok_user = solve(h, c=0.05, eps=1.5, user_jacobian=True, rho_inf=rho_inf)
         assert ok and ok_user
         np.testing.assert_allclose(ys_user[0], ys_ad[0], rtol=0, atol=1e-13)
         np.testing.assert_allclose(ys_user[1], ys_ad[1], rtol=0, atol=1e-13)
@@ -132,6 +153,61 @@ def test_nonlinear_order_two_and_user_jacobian_equals_autodiff():
         errs.append(np.max(np.abs(ys_ad[0][-1] - q_ref)))
     errs = np.array(errs)
     np.testing.assert_allclose(np.log2(errs[:-1] / errs[1:]), 2.0, atol=0.1)
+
+
+def step_map(solver: Newmark, omega_h: float) -> np.ndarray:
+    """The one-step map of ``solver`` on q̈ + q = 0 with step h = ωh, on the state (q, h q̇, h² a) (q̈_n = −q_n holds at
+    t_n), column by column: the step is linear, so one Newton update solves it."""
+    term = SecondOrderResidualTerm(lambda t, q, qd, qdd, args: qdd + q)
+    h = omega_h
+
+    def step(z):
+        q, qd, a = z[:1], z[1:2] / h, z[2:] / h**2
+        zero = jnp.asarray(0, jnp.int32)
+        state = NewmarkState(-q, a, zero, zero, zero, None)
+        (q1, qd1), _, _, state1, _ = solver.step(term, 0.0, h, (q, qd), None, state, False)
+        return jnp.concatenate([q1, h * qd1, h * h * state1.pseudo_acceleration])
+
+    return np.stack([np.asarray(step(jnp.asarray(e))) for e in np.eye(3)], axis=1)
+
+
+@pytest.mark.parametrize("rho_inf", [0.0, 0.5, 0.8, 1.0])
+def test_generalized_alpha_damps_high_frequencies_to_rho_inf(rho_inf):
+    """Chung & Hulbert's design: the spectral radius of the one-step map tends to ρ∞ as ωh → ∞ and to 1 as ωh → 0
+    (dissipation only where the step cannot resolve the motion); for ρ∞ = 1 it is 1 at every ωh, as for the
+    trapezoidal Newmark-β (α_m = α_f = 0). At ωh → ∞ the eigenvalue −ρ∞ is triple, so the radius approaches it like
+    (ωh)^(−2/3) (measured: 7.7e−3 above ρ∞ at ωh = 10³, 7.8e−5 at 10⁶, where the Newton tolerance must allow for
+    the round-off of a residual scaled by β'h² ≈ 10¹¹)."""
+    alpha_m, alpha_f, gamma, beta = chung_hulbert(rho_inf)
+    assert gamma == pytest.approx(0.5 - alpha_m + alpha_f) and beta == pytest.approx(
+        0.25 * (1 - alpha_m + alpha_f) ** 2
+    )
+    radius = lambda wh, tol, solver=None: np.abs(
+        np.linalg.eigvals(step_map(solver or Newmark.generalized_alpha(rho_inf, tol=tol), wh))
+    ).max()
+    far, farther = radius(1e3, 1e-8), radius(1e6, 1e-3)
+    assert abs(farther - rho_inf) < 2e-4 and abs(farther - rho_inf) < 0.05 * abs(far - rho_inf) + 5e-5
+    assert radius(1e-2, 1e-12) == pytest.approx(1.0, abs=1e-8)
+    if rho_inf == 1.0:
+        for wh in (0.1, 1.0, 10.0):
+            assert radius(wh, 1e-10) == pytest.approx(1.0, abs=1e-12)
+            assert radius(wh, 1e-10, Newmark(tol=1e-10)) == pytest.approx(1.0, abs=1e-12)
+    else:
+        assert radius(10.0, 1e-10) < 0.95  # damped well before ωh = ∞ (0.24, 0.68, 0.93 for ρ∞ = 0, 0.5, 0.8)
+
+
+def test_generalized_alpha_without_damping_is_the_trapezoidal_rule():
+    """ρ∞ = 1 gives α_m = α_f = ½, γ = ½, β = ¼: from a_0 = q̈_0 every a_n = q̈_n, so the steps are Newmark-β's."""
+    ys, _, _ = solve(0.04, c=0.05, eps=1.5)
+    ys_ga, _, _ = solve(0.04, c=0.05, eps=1.5, rho_inf=1.0)
+    for x, y in zip(ys, ys_ga):
+        np.testing.assert_allclose(y, x, rtol=0, atol=1e-13)
+
+
+def test_generalized_alpha_rejects_rho_inf_outside_0_1():
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="rho_inf"):
+            Newmark.generalized_alpha(bad)
 
 
 def test_newton_failure_is_reported():
@@ -206,12 +282,13 @@ def test_stack_of_systems_equals_separate_solves(iteration):
         np.testing.assert_allclose(ys_b[0][:, i], ys[0], rtol=0, atol=1e-11)
 
 
-@pytest.mark.parametrize("iteration", ["newton", "modified"])
-def test_gradients_in_the_step_size_the_parameters_and_a_stack_match_finite_differences(iteration):
-    """The root's derivative from one linearisation (the step's partials give its tangent in the previous state and
-    in h): the gradient with respect to h (25 steps of h), the damping and a stack's initial positions equals
-    central differences."""
-    run, run_stack = runner(True, iteration), runner(True, iteration, stacked=True)
+@pytest.mark.parametrize(("iteration", "rho_inf"), [("newton", None), ("modified", None), ("modified", 0.6)])
+def test_gradients_in_the_step_size_the_parameters_and_a_stack_match_finite_differences(iteration, rho_inf):
+    """The root's derivative from one linearisation (the step's partials give its tangent in the previous state —
+    with generalised-α's pseudo-acceleration — and in h): the gradient with respect to h (25 steps of h), the damping
+    and a stack's initial positions equals central differences."""
+    run = runner(True, iteration, rho_inf=rho_inf)
+    run_stack = runner(True, iteration, stacked=True, rho_inf=rho_inf)
     q0s = jnp.asarray(Q0) + jnp.array([[0.0, 0.0], [0.3, -0.2]])
     qd0s = jnp.broadcast_to(jnp.asarray(QD0), q0s.shape)
 
