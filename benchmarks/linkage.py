@@ -181,8 +181,21 @@ def jacobian_table(title, fd, plain, q, qd):
         )
 
 
-def simulation_table(title, system, inputs, t_final, newmark_dt, solvers=("kvaerno5", "kvaerno5-fd", "newmark")):
-    """``t_final`` of dynamics with each of ``solvers``; closed chains also report the largest ‖e‖ and ‖Aq̇‖."""
+#: the rows of :func:`simulation_table` (``--solvers``)
+SIMULATION_ROWS = (
+    "kvaerno5",
+    "kvaerno5-fd",
+    "newmark",
+    "newmark-index3",
+    "generalized-alpha-index3",
+)
+
+
+def simulation_table(
+    title, system, inputs, t_final, newmark_dt, solvers=("kvaerno5", "kvaerno5-fd", "newmark"), only=None
+):
+    """``t_final`` of dynamics with each of ``solvers`` (those in ``only``, if given); closed chains also report the
+    largest ‖e‖ and ‖Aq̇‖."""
     closed = system.constraint is not None
     print(f"\n[{title}] {t_final} s dynamics (wall and process CPU after compilation; compile = first call)")
     drift = f" {'max ‖e‖':>9s} {'max ‖Aq̇‖':>9s}" if closed else ""
@@ -193,9 +206,13 @@ def simulation_table(title, system, inputs, t_final, newmark_dt, solvers=("kvaer
         "kvaerno5-fd": ("Kvaerno5 + finite-diff. Jacobian", {"jacobian": "finite-difference"}),
         "newmark": (f"Newmark-β {h} (analytic)", {"solver": "newmark", "dt": newmark_dt}),
         "newmark-index3": (f"Newmark-β index-3 {h} (analytic)", {"solver": "newmark-index3", "dt": newmark_dt}),
+        "generalized-alpha-index3": (
+            f"generalised-α index-3 ρ∞ = 0.9 {h}",
+            {"solver": "generalized-alpha-index3", "dt": newmark_dt, "rho_inf": 0.9},
+        ),
     }
     ref = None
-    for solver in solvers:
+    for solver in (s for s in solvers if only is None or s in only):
         label, kw = runs[solver]
         run = lambda t, kw=kw: simulate(system, inputs, t_final=t, **kw)
         c = timed(lambda: run(2 * newmark_dt))[1]
@@ -285,31 +302,33 @@ def main(argv=None):
         choices=["serial", "flagellated", "parallel", "fin-ray", "jacobians", "simulations", "statics", "rigid"],
         help="robots or tables to leave out",
     )
+    p.add_argument("--solvers", nargs="*", default=None, choices=SIMULATION_ROWS, help="rows of the dynamics tables")
     args = p.parse_args(argv)
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, float64")
     system, inputs = scenarios.serial_robot()
     if "serial" not in args.skip and "jacobians" not in args.skip:
         serial_jacobians(system, inputs)
     if "serial" not in args.skip and "simulations" not in args.skip:
-        simulation_table("serial robot", system, inputs, args.t_final, 1e-3)
+        simulation_table("serial robot", system, inputs, args.t_final, 1e-3, only=args.solvers)
     if "flagellated" not in args.skip and "jacobians" not in args.skip:
         flagellated_jacobians()
     if "flagellated" not in args.skip and "simulations" not in args.skip:
         flagellated, torques = scenarios.flagellated_robot()
-        simulation_table("flagellated robot", flagellated, torques, args.t_final, 1e-2)
+        simulation_table("flagellated robot", flagellated, torques, args.t_final, 1e-2, only=args.solvers)
     if "serial" not in args.skip and "statics" not in args.skip:
         statics_table(system, args.n_statics)
     if "parallel" not in args.skip and "jacobians" not in args.skip:
         parallel_jacobians()
     if "parallel" not in args.skip and "simulations" not in args.skip:
-        solvers = ("kvaerno5", "kvaerno5-fd", "newmark", "newmark-index3")
-        simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2, solvers)
+        solvers = ("kvaerno5", "kvaerno5-fd", "newmark", "newmark-index3", "generalized-alpha-index3")
+        simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2, solvers, args.solvers)
     if "parallel" not in args.skip and "statics" not in args.skip:
         parallel_statics(args.n_statics)
     if "fin-ray" not in args.skip and "jacobians" not in args.skip:
         fin_ray_jacobians()
     if "fin-ray" not in args.skip and "simulations" not in args.skip:
-        simulation_table("fin-ray finger", *scenarios.fin_ray(), args.t_final, 1e-2, ("newmark-index3",))
+        solvers = ("newmark-index3", "generalized-alpha-index3")
+        simulation_table("fin-ray finger", *scenarios.fin_ray(), args.t_final, 1e-2, solvers, args.solvers)
     if "rigid" not in args.skip:
         robots = args.robots
         if robots is None:

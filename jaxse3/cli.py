@@ -77,6 +77,16 @@ def _positive(kind):
     return parse
 
 
+def _unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
+    return value
+
+
 def _example(text: str) -> str:
     if text in EXAMPLES:
         return text
@@ -101,13 +111,29 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
     r.add_argument(
         "--solver",
-        choices=("kvaerno5", "kvaerno3", "newmark", "newmark-index3", "tsit5", "dopri5"),
+        choices=(
+            "kvaerno5",
+            "kvaerno3",
+            "newmark",
+            "newmark-index3",
+            "generalized-alpha",
+            "generalized-alpha-index3",
+            "tsit5",
+            "dopri5",
+        ),
         default="kvaerno5",
-        help="integrator (default kvaerno5; newmark-index3: closed chains, constraints held exactly)",
+        help="integrator (default kvaerno5; *-index3: closed chains, constraints held exactly; generalized-alpha: "
+        "Newmark with numerical damping, --rho-inf)",
     )
     r.add_argument("--rtol", type=_positive(float), default=1e-3, help="relative tolerance (default 1e-3)")
     r.add_argument("--atol", type=_positive(float), default=1e-6, help="absolute tolerance (default 1e-6)")
-    r.add_argument("--dt", type=_positive(float), default=2e-3, help="Newmark-β step in s (default 2e-3)")
+    r.add_argument("--dt", type=_positive(float), default=2e-3, help="fixed step in s (default 2e-3)")
+    r.add_argument(
+        "--rho-inf",
+        type=_unit_interval,
+        default=0.9,
+        help="generalized-alpha: spectral radius at infinity in [0, 1] (default 0.9; 1: no damping)",
+    )
     r.add_argument("--n-save", type=_positive(int), default=201, help="saved time samples (default 201)")
     r.add_argument("--max-steps", type=_positive(int), default=100_000, help="solver step limit (default 100000)")
     r.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
@@ -145,6 +171,7 @@ _ROD_OPTIONS = {
     "rtol": "--rtol",
     "atol": "--atol",
     "dt": "--dt",
+    "rho_inf": "--rho-inf",
     "n_save": "--n-save",
     "max_steps": "--max-steps",
     "progress": "--no-progress",

@@ -201,7 +201,7 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``. A model
     file's ``[simulation]`` settings apply where ``args`` holds the ``defaults`` (flags given explicitly win)."""
     from jaxse3._compile import STATS
-    from jaxse3.sim import simulate
+    from jaxse3.sim import FIXED_STEP, INDEX3, simulate
 
     system, inputs, what, settings, q0 = _scenario(name)
     for key, value in settings.items():
@@ -209,21 +209,31 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
             setattr(args, key, value)
     if name.endswith(".toml"):
         name = os.path.splitext(os.path.basename(name))[0]
-    if args.solver == "newmark-index3" and system.constraint is None:
+    if args.solver in INDEX3 and system.constraint is None:
         print(
-            f"jaxse3 run {name}: --solver newmark-index3 integrates closed chains (loop closures, e.g. "
-            f"parallel-robot); {name} has none: use --solver newmark",
+            f"jaxse3 run {name}: --solver {args.solver} integrates closed chains (loop closures, e.g. "
+            f"parallel-robot); {name} has none: use --solver {args.solver.removesuffix('-index3')}",
             file=sys.stderr,
         )
         raise SystemExit(2)
+    if not args.solver.startswith("generalized-alpha"):
+        if defaults is not None and args.rho_inf != defaults.get("rho_inf"):
+            print(f"jaxse3 run {name}: --rho-inf is an option of the generalized-alpha solvers only", file=sys.stderr)
+            raise SystemExit(2)
     kw = dict(
-        solver=args.solver, rtol=args.rtol, atol=args.atol, dt=args.dt, n_save=args.n_save, max_steps=args.max_steps
+        solver=args.solver,
+        rtol=args.rtol,
+        atol=args.atol,
+        dt=args.dt,
+        rho_inf=args.rho_inf,
+        n_save=args.n_save,
+        max_steps=args.max_steps,
     )
     print(
         f"jaxse3 run {name}: {what}; {args.t_final:g} s with {args.solver} (analytic Jacobian)"
         + (
-            f", dt = {args.dt:g} s"
-            if args.solver.startswith("newmark")
+            f", dt = {args.dt:g} s" + (f", ρ∞ = {args.rho_inf:g}" if args.solver.startswith("generalized") else "")
+            if args.solver in FIXED_STEP
             else f", rtol {args.rtol:g}, atol {args.atol:g}"
         ),
         flush=True,

@@ -26,7 +26,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.optim.controls import KINDS, MIN_KNOTS, Controls
-from jaxse3.sim import System, Trajectory, simulate
+from jaxse3.sim import FIXED_STEP, System, Trajectory, simulate
 
 __all__ = ["Problem"]
 
@@ -61,7 +61,8 @@ class Problem(eqx.Module):
         q0, qd0: the initial state (default: rest at q = 0).
         n_save: samples of the motion for the running cost (the trapezoidal rule) and the result.
         simulation: keyword arguments of :func:`jaxse3.sim.simulate` (``solver``, ``rtol``, ``dt``, ``adjoint``, …);
-            for ``solver="newmark"`` the horizon must be a whole number of steps ``dt``.
+            for a fixed-step solver (``"newmark"``, ``"generalized-alpha"``) the horizon must be a whole number of
+            steps ``dt``.
         terminal_constraint: ``(q(T), q̇(T)) -> (m,)``, required to vanish; ``None``: none.
         path_constraint: ``(t, q, q̇, u) -> (p,)``, required to be ≤ 0 at every sample; ``None``: none.
     """
@@ -126,7 +127,7 @@ class Problem(eqx.Module):
         for key in ("t_final", "q0", "qd0", "n_save", "inputs"):
             if key in simulation:
                 raise ValueError(f"Problem: simulation must not set {key!r}; it is an argument of Problem")
-        if simulation.get("solver") == "newmark":
+        if simulation.get("solver") in FIXED_STEP:
             steps = t_final / simulation.get("dt", 2e-3)
             if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
                 raise ValueError(

@@ -23,7 +23,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3.optim.controls import Controls
 from jaxse3.optim.problem import Problem
-from jaxse3.sim import Trajectory, simulate
+from jaxse3.sim import FIXED_STEP, Trajectory, simulate
 
 __all__ = ["MultipleShooting"]
 
@@ -58,7 +58,7 @@ class MultipleShooting(eqx.Module):
                 f"{segments} segments"
             )
         options = dict(problem.simulation)
-        if options.get("solver") == "newmark":
+        if options.get("solver") in FIXED_STEP:
             steps = problem.t_final / segments / options.get("dt", 2e-3)
             if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
                 raise ValueError(

@@ -16,7 +16,7 @@ with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajecto
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
 from jaxse3.sim._multibody import simulate_multibody
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
-from jaxse3.sim.dynamics import ADJOINTS, SOLVERS, StepChord, constraint_forces, simulate
+from jaxse3.sim.dynamics import ADJOINTS, FIXED_STEP, INDEX3, SOLVERS, StepChord, constraint_forces, simulate
 from jaxse3.sim.statics import StaticsSolution, solve_statics
 from jaxse3.sim.system import (
     SampledInput,
@@ -46,6 +46,8 @@ __all__ = [
     "simulate",
     "simulate_multibody",
     "SOLVERS",
+    "FIXED_STEP",
+    "INDEX3",
     "ADJOINTS",
     "StepChord",
     "Trajectory",

@@ -58,10 +58,10 @@ def simulate_batch(
             loop over vmapped chunks (default ``None``: one vmap over the whole batch). Chunks bound the memory of
             the intermediates; they are not needed for correctness (batched factorisations never reach jaxlib's
             blocking LAPACK batch kernels, see :mod:`jaxse3._batched_linalg`).
-            With ``solver="newmark"`` (or ``"newmark-index3"``) the members of a chunk (``None``: of the whole batch)
-            are integrated as one stack of systems on the shared fixed time grid
-            (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under ``vmap``, so that the modified Newton iteration
-            keeps one scalar Jacobian-refresh decision per chunk.
+            With a fixed-step solver (``"newmark"``, ``"generalized-alpha"`` or their index-3 forms) the members of
+            a chunk (``None``: of the whole batch) are integrated as one stack of systems on the shared fixed time
+            grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under ``vmap``, so that the modified Newton
+            iteration keeps one scalar Jacobian-refresh decision per chunk.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)

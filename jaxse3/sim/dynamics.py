@@ -19,6 +19,11 @@
   each step are (q̈, λ), the constraints e(q) = 0 hold to ``newton_tol`` at every step (no drift, no Baumgarte time
   constant), :class:`~jaxse3.integrate.ConstrainedNewmark`. The start must be consistent (e(q0) = 0, ė = 0). Output
   times between steps are linear interpolations of the steps, on which e is O(h²) instead (sample on the steps);
+- ``"generalized-alpha"`` / ``"generalized-alpha-index3"``: the same two with generalised-α's numerical damping
+  (``Newmark.generalized_alpha``: Chung & Hulbert's parameters from the spectral radius at infinity ``rho_inf``, the
+  equations at t_{n+1} as in Arnold & Brüls): second order, the unresolved high frequencies damped to ``rho_inf``
+  per step — for closed chains the (−1)ⁿ oscillation that the trapezoidal rule leaves in the multipliers λ (the
+  joint efforts and constraint forces), at the price of a slightly larger error in q;
 - ``"tsit5"`` / ``"dopri5"``: adaptive explicit solvers, for comparison.
 
 Inputs u(t) are a callable, a constant or a :class:`~jaxse3.sim.system.SampledInput`. ``progress=True`` shows a tqdm
@@ -46,11 +51,22 @@ from jaxse3.integrate.newmark import ConstrainedNewmark, ConstrainedResidualTerm
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
 
-__all__ = ["simulate", "constraint_forces", "SOLVERS", "ADJOINTS", "StepChord"]
+__all__ = ["simulate", "constraint_forces", "SOLVERS", "FIXED_STEP", "INDEX3", "ADJOINTS", "StepChord"]
 
-SOLVERS = ("kvaerno5", "kvaerno3", "newmark", "newmark-index3", "tsit5", "dopri5")
+SOLVERS = (
+    "kvaerno5",
+    "kvaerno3",
+    "newmark",
+    "newmark-index3",
+    "generalized-alpha",
+    "generalized-alpha-index3",
+    "tsit5",
+    "dopri5",
+)
 #: the fixed-step solvers (their step is ``dt``; they integrate the residual)
-FIXED_STEP = ("newmark", "newmark-index3")
+FIXED_STEP = ("newmark", "newmark-index3", "generalized-alpha", "generalized-alpha-index3")
+#: the solvers of the index-3 form (constrained systems only; λ among the unknowns)
+INDEX3 = ("newmark-index3", "generalized-alpha-index3")
 #: how derivatives of :func:`simulate` are taken (its ``adjoint`` argument; "Gradients" in its docstring)
 ADJOINTS = ("checkpoint", "forward", "backsolve")
 _ADAPTIVE = {
@@ -248,6 +264,7 @@ def simulate(
     dt0: float | None = None,
     dt: float = 2e-3,
     newton_tol: float = 1e-10,
+    rho_inf: float = 0.9,
     n_save: int = 201,
     max_steps: int = 100_000,
     adjoint: str = "checkpoint",
@@ -261,15 +278,17 @@ def simulate(
         system: the model.
         inputs: u(t): ``None`` (zero), an array (constant), a callable of t or a ``SampledInput``.
         t_final: end time (s).
-        solver: one of :data:`SOLVERS` (``"newmark-index3"``: systems with constraints only).
+        solver: one of :data:`SOLVERS` (those of :data:`INDEX3`: systems with constraints only).
         jacobian: ``"analytic"`` (the system's derivative rules) or ``"finite-difference"`` (forward differences,
             ε = 1e−6, seed 003 eq. (38)); used by the implicit solvers only.
         rtol, atol: tolerances of the adaptive solvers (paper: MATLAB defaults 1e−3, 1e−6).
         dt0: initial step of the adaptive solvers (default: chosen by diffrax).
-        dt: fixed step of Newmark-β (paper: 2 ms for the CDM).
+        dt: fixed step of Newmark-β and generalised-α (paper: 2 ms for the CDM).
         newton_tol: Newmark-β's Newton tolerance on ``βh² ‖τ − ID‖_∞`` (mass × length), and for
-            ``"newmark-index3"`` on the constraints ``‖e‖_∞`` too; tighten it (1e−14) when Newmark results are
+            the index-3 solvers on the constraints ``‖e‖_∞`` too; tighten it (1e−14) when Newmark results are
             compared with central differences (see "Gradients").
+        rho_inf: generalised-α's spectral radius at infinite frequency, in [0, 1] (1: no damping, the steps of
+            Newmark-β; 0: the unresolved modes removed in one step); the ``"generalized-alpha"`` solvers only.
         n_save: number of equally spaced output times, 0 and ``t_final`` included.
         max_steps: step limit over the whole run; reaching it is an error (``throw=True``) or a failed result.
         adjoint: how ``jax`` derivatives of the result are taken (one of :data:`ADJOINTS`; see "Gradients").
@@ -330,6 +349,7 @@ def simulate(
         dt0=dt0,
         dt=dt,
         newton_tol=newton_tol,
+        rho_inf=rho_inf,
         n_save=n_save,
         max_steps=max_steps,
         adjoint=adjoint,
@@ -413,6 +433,7 @@ def _checked_simulate(
     dt0,
     dt,
     newton_tol,
+    rho_inf,
     n_save,
     max_steps,
     adjoint,
@@ -446,6 +467,8 @@ def _checked_simulate(
     for name, v in positive:
         if v is not None and _concrete(v) and not (jnp.ndim(v) == 0 and np.isfinite(v) and v > 0):
             raise ValueError(f"{who}: {name} must be positive and finite, got {v}")
+    if not (_concrete(rho_inf) and jnp.ndim(rho_inf) == 0 and 0.0 <= float(rho_inf) <= 1.0):
+        raise ValueError(f"{who}: rho_inf must be a number in [0, 1], got {rho_inf!r}")
     if not (isinstance(n_save, int) and n_save >= 2):
         raise ValueError(f"{who}: n_save must be an int >= 2, got {n_save!r}")
     if not (isinstance(max_steps, int) and max_steps >= 1):
@@ -473,12 +496,12 @@ def _checked_simulate(
     else:
         inputs = as_input(inputs, system.n_inputs)
     axes = None if stack is None else (batch_axes(system, stack[0]), batch_axes(inputs, stack[1]))
-    if solver == "newmark-index3":
-        _check_constrained_start(who, system, inputs, axes, q0, qd0)
+    if solver in INDEX3:
+        _check_constrained_start(who, solver, system, inputs, axes, q0, qd0)
     # numbers enter as arrays, so that one compilation serves every t_final, tolerance and step
     t_final, rtol, atol, dt = (jnp.asarray(v, dtype=float) for v in (t_final, rtol, atol, dt))
     dt0 = None if dt0 is None else jnp.asarray(dt0, dtype=float)
-    cfg = _Config(solver, jacobian, max_steps, adjoint, checkpoints, float(newton_tol))
+    cfg = _Config(solver, jacobian, max_steps, adjoint, checkpoints, float(newton_tol), float(rho_inf))
     return _run(system, inputs, axes, q0, qd0, t_final, rtol, atol, dt0, dt, n_save, cfg, progress, throw, who)
 
 
@@ -486,16 +509,16 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-#: the largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that ``solver="newmark-index3"`` accepts as a consistent start
+#: the largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that the index-3 solvers (:data:`INDEX3`) accept as a consistent start
 CONSISTENT_START_TOL = 1e-8
 
 
-def _check_constrained_start(who, system, inputs, axes, q0, qd0):
-    """``solver="newmark-index3"`` needs constraints, and (checked when the values are concrete) a start on them."""
+def _check_constrained_start(who, solver, system, inputs, axes, q0, qd0):
+    """An index-3 solver needs constraints, and (checked when the values are concrete) a start on them."""
     if system.constraint is None or system.multiplier_residual is None:
         raise ValueError(
-            f"{who}: solver='newmark-index3' integrates a system with holonomic constraints (a closed chain: "
-            "sim.linkage_system(..., closures=...)); this system has none: use solver='newmark'"
+            f"{who}: solver={solver!r} integrates a system with holonomic constraints (a closed chain: "
+            f"sim.linkage_system(..., closures=...)); this system has none: use solver={solver[:-7]!r}"
         )
     if not all(_concrete(x) for x in jax.tree.leaves((system, inputs, q0, qd0))):
         return
@@ -503,7 +526,7 @@ def _check_constrained_start(who, system, inputs, axes, q0, qd0):
     worst = max(np.abs(e).max(initial=0.0), np.abs(ed).max(initial=0.0))
     if not worst <= CONSISTENT_START_TOL:
         raise ValueError(
-            f"{who}: solver='newmark-index3' needs a consistent start, on the constraints: got ‖e(q0)‖_∞ = "
+            f"{who}: solver={solver!r} needs a consistent start, on the constraints: got ‖e(q0)‖_∞ = "
             f"{np.abs(e).max(initial=0.0):.3g} and ‖ė(q0, qd0)‖_∞ = {np.abs(ed).max(initial=0.0):.3g} (allowed: "
             f"{CONSISTENT_START_TOL:g}). Start from a configuration that closes every loop (e.g. a solution of "
             "sim.solve_statics) with qd0 in the null space of the closures' Jacobian (and prescribed joints at "
@@ -575,6 +598,14 @@ class _Config(eqx.Module):
     adjoint: str = eqx.field(static=True, default="checkpoint")
     checkpoints: int | None = eqx.field(static=True, default=None)
     newton_tol: float = eqx.field(static=True, default=1e-10)
+    rho_inf: float = eqx.field(static=True, default=0.9)
+
+    def newmark(self, cls: type[Newmark]) -> Newmark:
+        """The fixed-step method of ``solver`` (``cls``: Newmark or ConstrainedNewmark)."""
+        options = dict(tol=self.newton_tol, iteration="modified")
+        if self.solver.startswith("generalized-alpha"):
+            return cls.generalized_alpha(self.rho_inf, **options)
+        return cls(beta=0.25, gamma=0.5, **options)
 
     def diffrax_adjoint(self) -> diffrax.AbstractAdjoint:
         if self.adjoint == "forward":
@@ -600,20 +631,20 @@ class _Carry(eqx.Module):
 def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
     """(term, method, step controller, args) of one simulation."""
     fd_jac = finite_difference if cfg.jacobian == "finite-difference" else (lambda f: f)
-    if cfg.solver == "newmark-index3":
+    if cfg.solver in INDEX3:
         if axes is None:
             term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
         else:
             stack = lambda fn: _stacked(fn, axes)
             term = ConstrainedResidualTerm(stack(_multiplier_residual), stack(_constraint), stack(_index3_partials))
-        method = ConstrainedNewmark(beta=0.25, gamma=0.5, tol=cfg.newton_tol, iteration="modified")
+        method = cfg.newmark(ConstrainedNewmark)
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.multiplier_residual))
-    if cfg.solver == "newmark":
+    if cfg.solver in FIXED_STEP:
         if axes is None:
             term = SecondOrderResidualTerm(_residual)
         else:
             term = SecondOrderResidualTerm(_stacked(_residual, axes), _stacked(_residual_jacobians, axes))
-        method = Newmark(beta=0.25, gamma=0.5, tol=cfg.newton_tol, iteration="modified")
+        method = cfg.newmark(Newmark)
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.residual))
     method = _ADAPTIVE[cfg.solver]()
     if isinstance(method, diffrax.AbstractImplicitSolver):

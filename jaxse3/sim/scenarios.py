@@ -377,7 +377,7 @@ class RaisedCosine(eqx.Module):
 
 
 #: the solver settings a model file's [simulation] table may hold (the ``jaxse3 run`` flags override them)
-RUN_SETTINGS = {"t_final": float, "solver": str, "rtol": float, "atol": float, "dt": float}
+RUN_SETTINGS = {"t_final": float, "solver": str, "rtol": float, "atol": float, "dt": float, "rho_inf": float}
 
 
 def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof"]]:
@@ -402,7 +402,11 @@ def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof
     for key, kind in RUN_SETTINGS.items():
         if key in table:
             value = table[key]
-            if kind is float and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+            if kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise ValueError(f"{where}: {key!r} must be a number, got {value!r}")
+            if key == "rho_inf" and not 0 <= value <= 1:
+                raise ValueError(f"{where}: 'rho_inf' must lie in [0, 1], got {value!r}")
+            if kind is float and key != "rho_inf" and value <= 0:
                 raise ValueError(f"{where}: {key!r} must be a positive number, got {value!r}")
             if kind is str and not isinstance(value, str):
                 raise ValueError(f"{where}: {key!r} must be a string, got {value!r}")

@@ -130,3 +130,12 @@ def test_bad_simulation_tables_are_named(tmp_path):
     path.write_text(GOOD + "\n[simulation]\nsteps = 3\n")
     with pytest.raises(ValueError, match=r"unknown field\(s\) \['steps'\]"):
         scenarios.from_toml(str(path))
+    for line, message in (
+        ("rho_inf = 1.2", r"'rho_inf' must lie in \[0, 1\], got 1.2"),
+        ("dt = 0", "'dt' must be a positive"),
+    ):
+        path.write_text(GOOD + f"\n[simulation]\n{line}\n")
+        with pytest.raises(ValueError, match=message):
+            scenarios.from_toml(str(path))
+    path.write_text(GOOD + "\n[simulation]\nsolver = 'generalized-alpha'\nrho_inf = 0\n")
+    assert scenarios.from_toml(str(path))[2] == {"solver": "generalized-alpha", "rho_inf": 0.0}
