@@ -17,8 +17,9 @@ A file lists its links parents first; lengths in m, masses in kg, angles in rad:
     pitch = 0.0                        # helical only: translation per radian
     position = [0.0, 0.0, 0.0]         # placement: the joint frame in the parent's end frame (the world for roots)
     rotation = [0.0, 0.0, 0.0]         #   (rotation vector)
-    mass = 0.3                         # rigid links: mass > 0, centre of mass, inertia about it (principal moments
-    com = [0.05, 0.0, 0.0]             #   [Ixx, Iyy, Izz] or a 3×3 matrix)
+    mass = 0.3                         # rigid links: mass ≥ 0, centre of mass, inertia about it (principal moments
+    com = [0.05, 0.0, 0.0]             #   [Ixx, Iyy, Izz] or a 3×3 matrix; default zero for a massless link,
+                                       #   mass = 0: a joint between frames, e.g. a hinge or a slider)
     inertia = [1e-4, 3e-4, 3e-4]
     # optional: parent = "name", actuated = true, volume = 0.0, drag = [6 values], added_mass = [6 values],
     #   coordinates = "exponential" (spherical and free joints: exp(Φq̂), nq = nv, as a simulation needs)
@@ -57,6 +58,8 @@ Loop closures of a closed chain (:class:`~jaxse3.linkage.Closure`, read by :func
     link_b = "ground"                  # frame B likewise (link_b absent: the world; position_b, rotation_b, point_b)
     kind = "planar"                    # fixed (default), spherical, revolute, prismatic, planar
     axis = [0.0, 0.0, 1.0]             # revolute, prismatic and planar closures: the unit axis, in frame B
+    # or, instead of kind and axis, the constrained directions Φ⊥ (6 × k, twist order ω then v, in frame B) as six
+    # rows of k numbers: constrained = [[0, 0, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]]
 
 Unknown fields are errors (they catch typos), as are unknown joints, parents that do not exist or come later (a
 cycle cannot be written), non-positive lengths, radii or masses, negative inertias, a basis order the Gauss points
@@ -182,12 +185,15 @@ def _axis(f: _Fields, joint: str) -> np.ndarray | None:
 
 
 def _rigid_link(f: _Fields, name: str, parent: str | None, joint: str) -> Link:
-    mass = f.number("mass", positive=True)
+    mass = f.number("mass", nonneg=True)
     com = f.vector("com", 3, (0.0, 0.0, 0.0))
-    raw = f.table.get("inertia")
+    raw = f.table.get("inertia", None if mass > 0 else (0.0, 0.0, 0.0))
     I = np.asarray(raw, dtype=float) if raw is not None else None
     if I is None or I.shape not in ((3,), (3, 3)) or not np.isfinite(I).all():
-        raise ValueError(f"{f.where}: 'inertia' must be [Ixx, Iyy, Izz] or a 3×3 matrix about the centre of mass")
+        raise ValueError(
+            f"{f.where}: 'inertia' must be [Ixx, Iyy, Izz] or a 3×3 matrix about the centre of mass (optional for a "
+            "massless link, mass = 0)"
+        )
     I = np.diag(I) if I.shape == (3,) else I
     if np.abs(I - I.T).max() > 1e-12 * max(np.abs(I).max(), 1e-300) or np.linalg.eigvalsh(I).min() < 0:
         raise ValueError(f"{f.where}: 'inertia' must be symmetric positive semi-definite, got {I.tolist()}")
@@ -325,7 +331,7 @@ def from_toml(source: str | os.PathLike) -> Linkage:
         raise ValueError(f"{label}: {e}") from None
 
 
-_CLOSURE_FIELDS = {"name", "link_a", "link_b", "kind", "axis", "point_a", "point_b"}
+_CLOSURE_FIELDS = {"name", "link_a", "link_b", "kind", "axis", "constrained", "point_a", "point_b"}
 _CLOSURE_FIELDS |= {f"{key}_{side}" for key in ("position", "rotation") for side in "ab"}
 
 
@@ -341,7 +347,9 @@ def closures_from_toml(source: str | os.PathLike) -> tuple[Closure, ...]:
     for i, table in enumerate(tables):
         name = table.get("name") if isinstance(table, dict) else None
         f = _Fields(table, f"{label}: closure {name or i + 1}", _CLOSURE_FIELDS)
-        link_a, link_b, kind = table.get("link_a"), table.get("link_b"), table.get("kind", "fixed")
+        constrained = table.get("constrained")
+        link_a, link_b = table.get("link_a"), table.get("link_b")
+        kind = table.get("kind", None if constrained is not None else "fixed")
         if not isinstance(link_a, str) or not (link_b is None or isinstance(link_b, str)):
             raise ValueError(f"{f.where}: 'link_a' (and 'link_b' if given) must be link names")
         points = {k: table.get(k, -1) for k in ("point_a", "point_b")}
@@ -349,6 +357,15 @@ def closures_from_toml(source: str | os.PathLike) -> tuple[Closure, ...]:
             if isinstance(point, bool) or not isinstance(point, int):
                 raise ValueError(f"{f.where}: {key!r} must be an integer, got {point!r}")
         axis = f.vector("axis", 3) if "axis" in table else None
+        if constrained is not None:
+            try:
+                constrained = np.asarray(constrained, dtype=float)
+            except (TypeError, ValueError):
+                constrained = np.zeros((0,))
+            if constrained.ndim != 2 or constrained.shape[0] != 6 or not np.isfinite(constrained).all():
+                raise ValueError(
+                    f"{f.where}: 'constrained' must be six rows of k numbers (Φ⊥, 6 × k), got {table['constrained']!r}"
+                )
         try:
             out.append(
                 Closure(
@@ -356,6 +373,7 @@ def closures_from_toml(source: str | os.PathLike) -> tuple[Closure, ...]:
                     link_b,
                     kind,
                     axis,
+                    constrained,
                     point_a=points["point_a"],
                     point_b=points["point_b"],
                     placement_a=_placement(f, "_a"),

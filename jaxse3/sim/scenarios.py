@@ -114,7 +114,7 @@ from jaxtyping import Array, ArrayLike, Float, Real
 from jaxse3 import linkage as linkages, rigid, rod as rods, se3
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material, RectangularSection
-from jaxse3.sim.system import System, linkage_system, prescribed_inputs, rod_system
+from jaxse3.sim.system import System, joint_control, linkage_system, prescribed_inputs, rod_system
 
 __all__ = [
     "PulseInputs",
@@ -424,7 +424,7 @@ def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof
         )
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
-    n_inputs = len(system.params.known_inputs) if names else system.n_inputs
+    n_inputs = len(joint_control(system).known_inputs) if names else system.n_inputs
     values = np.asarray(table.get("inputs", np.zeros(n_inputs)), dtype=float)
     if values.shape != (n_inputs,):
         raise ValueError(f"{where}: 'inputs' must be a list of {n_inputs} numbers, got {table.get('inputs')!r}")

@@ -45,6 +45,7 @@ __all__ = [
     "ClosedChain",
     "constraint_drift",
     "prescribed_inputs",
+    "joint_control",
     "SampledInput",
     "as_input",
     "finite_difference",
@@ -528,6 +529,13 @@ class _Prescription(eqx.Module):
         return jnp.concatenate([qk, qdk, qddk, self.inputs(t)])
 
 
+def joint_control(system: System) -> linkages.JointControl | None:
+    """The :class:`~jaxse3.linkage.JointControl` of a :func:`linkage_system` with prescribed joints (open or closed
+    chain), or None."""
+    control = system.params.control if isinstance(system.params, ClosedChain) else system.params
+    return control if isinstance(control, linkages.JointControl) else None
+
+
 def prescribed_inputs(
     system: System,
     positions: Callable[[Real[ArrayLike, ""]], Float[Array, " n_k"]],
@@ -540,8 +548,8 @@ def prescribed_inputs(
     ``inputs``: the other inputs (the rods' tendon tensions, the efforts of actuated joints that are not prescribed),
     as for :func:`as_input`.
     """
-    control = system.params.control if isinstance(system.params, ClosedChain) else system.params
-    if not isinstance(control, linkages.JointControl):
+    control = joint_control(system)
+    if control is None:
         raise TypeError("prescribed_inputs: system must be a linkage_system(..., prescribed=...) (prescribed joints)")
     if not callable(positions):
         raise TypeError("prescribed_inputs: positions must be a function t -> q_k(t)")

@@ -55,7 +55,8 @@ inertia = [0.1, 0.1, 0.1]
         (GOOD + "\n[[load]]\nlink = 'a'\nwrench = [1, 2, 3]", "load 1: 'wrench' must be a list of 6 numbers"),
         (GOOD + "\n[[load]]\nlink = 'b'\nwrench = [1, 2, 3, 4, 5, 6]", "names the link 'b', which is not a link"),
         (GOOD.replace("revolute", "free").replace("axis = [0.0, 0.0, 1.0]", "coordinates = 'euler'"), "'coordinates'"),
-        (GOOD.replace("mass = 1.0", "mass = -1.0"), "link 'a': 'mass' must be positive"),
+        (GOOD.replace("mass = 1.0", "mass = -1.0"), "link 'a': 'mass' must be non-negative"),
+        (GOOD.replace("inertia = [0.1, 0.1, 0.1]", ""), "'inertia' must be .* \\(optional for a massless link"),
         (GOOD.replace("mass = 1.0", "mas = 1.0"), r"link 'a': unknown field\(s\) \['mas'\]"),
         (GOOD.replace("[0.0, 0.0, 1.0]", "[0.0, 0.0, 2.0]"), "'axis' must be a unit vector"),
         (GOOD.replace("[0.1, 0.1, 0.1]", "[0.1, -0.1, 0.1]"), "'inertia' must be symmetric positive semi-definite"),
@@ -99,6 +100,27 @@ def test_the_parallel_robot_file_is_the_scenario():
     assert settings == {"t_final": 10.0, "solver": "kvaerno5"}
 
 
+def test_the_fin_ray_file_is_the_scenario():
+    """The fin-ray finger in a model file: massless rigid links (mass = 0: the slider and the hinges), an explicit
+    Φ⊥ for the apex closure, and [simulation] the prescribed slider with the index-3 solver: the scenario's linkage,
+    closures, constraints and inputs."""
+    path = os.path.join(MODELS, "fin_ray.toml")
+    (got, closures), (want, ref) = (lk.from_toml(path), lk.closures_from_toml(path)), scenarios.fin_ray_linkage()
+    assert got.names == want.names and got.parents == want.parents and got.nv == got.nq == want.nv == 74
+    assert got.n_points == want.n_points
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15), got, want)
+    assert [(c.link_a, c.link_b, c.kind, c.name) for c in closures] == [
+        (c.link_a, c.link_b, c.kind, c.name) for c in ref
+    ]
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15), closures, ref)
+    system, inputs, settings, q0 = scenarios.from_toml(path)
+    assert settings == {"t_final": 10.0, "solver": "newmark-index3", "dt": 0.01}
+    reference, reference_inputs = scenarios.fin_ray()
+    assert system.n_constraints == reference.n_constraints == 14 and q0.shape == (74,) and not np.any(q0)
+    for t in (0.0, 0.3, 1.0):
+        np.testing.assert_allclose(inputs(t), reference_inputs(t), rtol=1e-14, atol=1e-16)
+
+
 @pytest.mark.parametrize(
     "closure, match",
     [
@@ -107,11 +129,21 @@ def test_the_parallel_robot_file_is_the_scenario():
         ("link_a = 'a'\nspin = 1", r"unknown field\(s\) \['spin'\]"),
         ("link_a = 'a'\npoint_a = 1.5", "'point_a' must be an integer"),
         ("kind = 'fixed'", "'link_a' .* must be link names"),
+        ("link_a = 'a'\nconstrained = [[1, 0], [0, 1]]", r"'constrained' must be six rows of k numbers \(Φ⊥, 6 × k\)"),
+        (
+            "link_a = 'a'\nconstrained = [[1], [0], [0], [0], [0], [0]]\nkind = 'fixed'",
+            "either 'constrained' or a 'kind'",
+        ),
     ],
 )
 def test_bad_closure_tables_are_named(closure, match):
     with pytest.raises(ValueError, match=match):
         lk.closures_from_toml(GOOD + "\n[[closure]]\n" + closure + "\n")
+
+
+def test_a_massless_link_needs_no_inertia():
+    linkage = lk.from_toml(GOOD.replace("mass = 1.0", "mass = 0.0").replace("inertia = [0.1, 0.1, 0.1]", ""))
+    np.testing.assert_array_equal(linkage.links[0].body, np.zeros((6, 6)))
 
 
 def test_loads_in_a_model_file():
