@@ -316,12 +316,46 @@ def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
     return r.at[k].add(lam[n_c:])
 
 
-def _index3_only(*args):
-    raise ValueError(
-        "linkage_system: a closed chain with prescribed joints runs only under simulate(..., "
-        "solver='newmark-index3'), which holds the prescriptions as constraints (and sim.solve_statics, for (q, λ)); "
-        "its Baumgarte forward dynamics and residual (eqs. (43) and (48) combined) are not implemented"
+def _prescribed_acceleration(chain, q, qd, inputs):
+    """q̈_B and M of a closed chain with prescribed joints in the Baumgarte form (seed 003 eqs. (43) and (48)
+    combined): q_k, q̇_k read from the inputs (they overwrite the state, as for an open chain), the prescribed
+    accelerations q̈_k(t) as constraints E_k q̈ = q̈_k beside the closures' stabilised rows, and one bordered solve
+
+        [[M, −Aᵀ, −E_kᵀ], [A, 0, 0], [E_k, 0, 0]] [q̈; λ; λ_k] = [τ − ID(q, q̇, 0); −Ȧq̇ − (2/T_B)Aq̇ − e/T_B²; q̈_k],
+
+    λ_k the prescribed joints' efforts (the inputs' efforts of those joints zero); then the prescribed rows of q̈ are
+    the state's tracking law (:func:`_tracking`), as for an open chain."""
+    control, T = chain.control, chain.baumgarte_time
+    _, k, nk = _split(control)
+    linkage, closures = chain.linkage, chain.closures
+    q_s, qd_s = q, qd
+    q, qd = q.at[k].set(inputs[:nk]), qd.at[k].set(inputs[nk : 2 * nk])
+    u = jnp.zeros(linkage.n_inputs, inputs.dtype).at[np.asarray(control.known_inputs, int)].set(inputs[3 * nk :])
+    M = linkages.mass_matrix(linkage, q)
+    rhs = linkages.generalized_forces(linkage, q, qd, u) - linkages.inverse_dynamics(linkage, q, qd, jnp.zeros_like(qd))
+    A = linkages.closure_jacobian(linkage, closures, q)
+    c = (
+        -linkages.closure_bias(linkage, closures, q, qd)
+        - (2.0 / T) * (A @ qd)
+        - linkages.closure_error(linkage, closures, q) / T**2
     )
+    rows = jnp.concatenate([A, jnp.eye(q.shape[0], dtype=A.dtype)[k]])
+    m = rows.shape[0]
+    K = jnp.block([[M, -rows.T], [rows, jnp.zeros((m, m), M.dtype)]])
+    qdd = jnp.linalg.solve(K, jnp.concatenate([rhs, c, inputs[2 * nk : 3 * nk]]))[: q.shape[0]]
+    return qdd.at[k].set(_tracking(control, q_s, qd_s, inputs)), M
+
+
+def _closed_controlled_forward_dynamics(chain, q, qd, inputs):
+    return _prescribed_acceleration(chain, q, qd, inputs)[0]
+
+
+def _closed_controlled_residual(chain, q, qd, qdd, inputs):
+    """M(q̈_B − q̈) on the unknown rows, q̈_B − q̈ on the prescribed ones: zero exactly along the Baumgarte motion
+    (as :func:`jaxse3.linkage.constrained_residual`), with an invertible ∂r/∂q̈."""
+    qdd_b, M = _prescribed_acceleration(chain, q, qd, inputs)
+    _, k, _ = _split(chain.control)
+    return (M @ (qdd_b - qdd)).at[k].set((qdd_b - qdd)[k])
 
 
 def _closed_points(chain, q):
@@ -408,10 +442,14 @@ def linkage_system(
     The system also carries the index-3 form (eq. (52a)): ``constraint`` e(q) (:func:`jaxse3.linkage.closure_error`)
     and ``multiplier_residual`` τ − ID + Aᵀλ with λ as unknowns (:func:`jaxse3.linkage.index3_residual`), which
     ``simulate(..., solver="newmark-index3")`` integrates with the constraints held to Newton's tolerance at every
-    step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`. With ``prescribed`` joints as well, the
-    prescriptions join the constraints (q_k − q_k(t) = 0, their multipliers the joints' efforts; inputs as above,
-    :func:`prescribed_inputs`): ``solver="newmark-index3"`` and :func:`~jaxse3.sim.solve_statics` run such a system
-    (the Baumgarte form of eqs. (43) and (48) combined is not implemented: the other solvers raise a ``ValueError``).
+    step, without T_B (no drift in e); see :func:`~jaxse3.sim.simulate`. With ``prescribed`` joints as well (inputs
+    as above, :func:`prescribed_inputs`), the index-3 form holds the prescriptions as constraints too
+    (q_k − q_k(t) = 0, their multipliers the joints' efforts), and statics solves for them; the Baumgarte form is eqs.
+    (43) and (48) combined: q_k, q̇_k read from the inputs, the prescribed accelerations q̈_k(t) imposed as further
+    rows of the bordered system (their multipliers the efforts), the state's q_k tracking the prescription as for an
+    open chain. Its derivatives are ``jax.jacfwd`` through the linkage's rules and the bordered solve (mass matrix,
+    ID, τ and the closures' rows in separate passes): correct, but slower than the index-3 form, which is the
+    efficient choice for such systems.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
@@ -428,8 +466,8 @@ def linkage_system(
         control = linkages.JointControl(linkage, prescribed)
         return System(
             ClosedChain(linkage, closures, T, control),
-            _index3_only,
-            _index3_only,
+            _closed_controlled_forward_dynamics,
+            _closed_controlled_residual,
             _closed_points,
             linkage.nv,
             control.n_inputs,
