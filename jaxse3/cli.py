@@ -10,7 +10,9 @@ dexp⁻¹ and their derivatives against an independent float64 reference, and ba
 single shooting (``--method ddp`` or ``ilqr``: by DDP or iLQR on 20 ms implicit Euler steps) and writes
 ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3
 optimize arm-reach`` solves Crocoddyl's arm-reaching benchmark (Talos arm) by DDP and writes ``arm-reach.npz`` and
-``arm-reach.png``.
+``arm-reach.png``; ``jaxse3 optimize my_robot.toml --target X Y Z`` poses the same reaching problem on a model
+file's linkage (:func:`jaxse3.optim.scenarios.reach`: its tip to the target, the actuated joints' efforts within
+``--max-input``) and solves it by single shooting.
 """
 
 from __future__ import annotations
@@ -51,15 +53,18 @@ PROBLEMS = {
     "cdm-reach": "the CDM's tip to a target point (--target X Y Z) from rest, bounded tensions; single shooting, or "
     "--method ddp|ilqr",
     "arm-reach": "Crocoddyl's benchmark: the Talos arm's gripper to a pose (--target X Y Z), DDP (needs 'robots')",
+    "MODEL.toml": "a model file's tip to --target X Y Z from rest, its inputs within --max-input; single shooting",
 }
 #: the default target and the options of each problem of ``jaxse3 optimize`` (argument name: flag)
 TARGETS = {"cdm-reach": (0.1, 0.05, -0.45), "arm-reach": (0.0, 0.0, 0.4)}
+_SHOOTING_PROBLEM = {"t_final": "--t-final", "knots": "--knots", "gtol": "--gtol", "progress": "--no-progress"}
 _PROBLEM_OPTIONS = {
-    "cdm-reach": {"t_final": "--t-final", "knots": "--knots", "gtol": "--gtol", "progress": "--no-progress"},
+    "cdm-reach": _SHOOTING_PROBLEM,
     "arm-reach": {"effort_limits": "--effort-limits"},
+    "model": {**_SHOOTING_PROBLEM, "max_input": "--max-input"},
 }
 #: the methods of each problem of ``jaxse3 optimize``, the default first
-METHODS = {"cdm-reach": ("shooting", "ddp", "ilqr"), "arm-reach": ("ddp", "ilqr")}
+METHODS = {"cdm-reach": ("shooting", "ddp", "ilqr"), "arm-reach": ("ddp", "ilqr"), "model": ("shooting",)}
 #: cdm-reach's options that only single shooting uses (DDP's controls are held over its steps of 20 ms)
 _SHOOTING_OPTIONS = {"knots": "--knots", "gtol": "--gtol"}
 
@@ -87,13 +92,27 @@ def _unit_interval(text: str) -> float:
     return value
 
 
+def _model_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"no such model file: {text!r}")
+    return text
+
+
+def _problem(text: str) -> str:
+    if text in PROBLEMS and text != "MODEL.toml":
+        return text
+    if text.endswith(".toml"):
+        return _model_file(text)
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from cdm-reach, arm-reach, or a .toml model file)"
+    )
+
+
 def _example(text: str) -> str:
     if text in EXAMPLES:
         return text
     if text.endswith(".toml"):
-        if not os.path.isfile(text):
-            raise argparse.ArgumentTypeError(f"no such model file: {text!r}")
-        return text
+        return _model_file(text)
     raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(EXAMPLES)}, or a .toml file)")
 
 
@@ -139,7 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     parser.run_parser = r  # type: ignore[attr-defined]  # main() reads its defaults
     o = sub.add_parser("optimize", help="solve a built-in trajectory optimisation problem (see 'jaxse3 list')")
-    o.add_argument("problem", choices=list(PROBLEMS), metavar="PROBLEM", help="one of: " + ", ".join(PROBLEMS))
+    o.add_argument(
+        "problem", type=_problem, metavar="PROBLEM", help="one of: cdm-reach, arm-reach, or a model file (.toml)"
+    )
     o.add_argument(
         "--target", type=float, nargs=3, default=None, metavar=("X", "Y", "Z"), help="m (default per problem)"
     )
@@ -153,6 +174,12 @@ def _parser() -> argparse.ArgumentParser:
         help="cdm-reach: shooting (default), ddp or ilqr; arm-reach: ddp (default) or ilqr",
     )
     o.add_argument("--effort-limits", action="store_true", help="arm-reach: bound the torques (box-DDP)")
+    o.add_argument(
+        "--max-input",
+        type=_positive(float),
+        default=20.0,
+        help="model files: |effort| ≤ this (N·m or N; tendon tensions in [0, this] N) (default 20)",
+    )
     o.add_argument("--gtol", type=_positive(float), default=1e-5, help="projected-gradient tolerance (1e-5)")
     o.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
     o.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
@@ -193,11 +220,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:12s} {text} (jaxse3 optimize {name})")
         return 0
     if args.command == "optimize":
-        others = {k: v for name, opts in _PROBLEM_OPTIONS.items() if name != args.problem for k, v in opts.items()}
+        kind = "model" if args.problem.endswith(".toml") else args.problem
+        own = _PROBLEM_OPTIONS[kind]
+        others = {k: v for opts in _PROBLEM_OPTIONS.values() for k, v in opts.items() if k not in own}
         unused = _unused(parser.optimize_parser, args, others)  # type: ignore[attr-defined]
         if unused:
             parser.error(f"{', '.join(unused)}: not an option of {args.problem}")
-        methods = METHODS[args.problem]
+        if kind == "model" and args.target is None:
+            parser.error(f"{args.problem}: a model file needs --target X Y Z (its tip's goal, m)")
+        methods = METHODS[kind]
         args.method = methods[0] if args.method is None else args.method
         if args.method not in methods:
             parser.error(f"--method {args.method}: not a method of {args.problem} (choose from {', '.join(methods)})")
@@ -205,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             unused = _unused(parser.optimize_parser, args, _SHOOTING_OPTIONS)  # type: ignore[attr-defined]
             if unused:
                 parser.error(f"{', '.join(unused)}: only for --method shooting, not for {args.method}")
-        args.target = TARGETS[args.problem] if args.target is None else tuple(args.target)
+        args.target = TARGETS[kind] if args.target is None else tuple(args.target)
         if args.max_iters is None:
             args.max_iters = 200 if args.problem == "arm-reach" else 50
         if args.knots < 2:

@@ -288,12 +288,17 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
 
 def run_optimisation_example(name: str, args: argparse.Namespace) -> int:
     """Solve a built-in trajectory optimisation problem (``cdm-reach`` by single shooting, DDP or iLQR; ``arm-reach``
-    by DDP or iLQR); print the iterations, the time (compilation apart) and the result; write ``<name>.npz`` (a
-    :class:`~jaxse3.optim.Solution`: ``u``, ``x``, ``cost_history``, ``iterations``, …) and ``<name>.png``."""
+    by DDP or iLQR; a model file's reaching problem by single shooting); print the iterations, the time (compilation
+    apart) and the result; write ``<name>.npz`` (a :class:`~jaxse3.optim.Solution`: ``u``, ``x``, ``cost_history``,
+    ``iterations``, …) and ``<name>.png``."""
     from jaxse3.viz import plot_solution
 
-    solve = _solve_arm_reach if name == "arm-reach" else _solve_cdm_reach
-    sol, params, error, label, timing = solve(name, args)
+    if name.endswith(".toml"):
+        sol, params, error, label, timing = _solve_model_reach(name, args)
+        name = os.path.splitext(os.path.basename(name))[0]
+    else:
+        solve = _solve_arm_reach if name == "arm-reach" else _solve_cdm_reach
+        sol, params, error, label, timing = solve(name, args)
     print(f"{sol.message}")
     print(
         f"{sol.iterations} iterations in {timing}; cost {sol.cost_history[0]:.4g} -> {sol.cost:.4g}; error at the "
@@ -306,8 +311,22 @@ def run_optimisation_example(name: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _shooting(problem, args: argparse.Namespace, initial=None):
+    """``solve_shooting`` with the CLI's options from ``initial`` knots (default zero): (the
+    :class:`~jaxse3.optim.Solution`, the distance of its last tip to ``args.target``, a timing line, the run's
+    parameters)."""
+    from jaxse3.optim import solve_shooting
+
+    sol = solve_shooting(problem, initial, max_iters=args.max_iters, gtol=args.gtol, progress=args.progress)
+    error = float(np.linalg.norm(sol.tip[-1] - np.asarray(args.target)))
+    first, wall = sol.info["first_gradient_s"], sol.info["wall_s"]
+    timing = f"{wall:.1f} s (the first gradient, compilation included, {first:.1f} s)"
+    params = {"target": list(args.target), "t_final": args.t_final, "knots": args.knots, "method": "shooting"}
+    return sol, error, timing, params
+
+
 def _solve_cdm_reach(name: str, args: argparse.Namespace):
-    from jaxse3.optim import scenarios, solve_shooting
+    from jaxse3.optim import scenarios
 
     if args.method != "shooting":
         return _solve_cdm_reach_steps(name, args)
@@ -318,12 +337,46 @@ def _solve_cdm_reach(name: str, args: argparse.Namespace):
         f"gradients through Newmark-β (2 ms)",
         flush=True,
     )
-    sol = solve_shooting(problem, max_iters=args.max_iters, gtol=args.gtol, progress=args.progress)
-    error = float(np.linalg.norm(sol.tip[-1] - np.asarray(args.target)))
-    first, wall = sol.info["first_gradient_s"], sol.info["wall_s"]
-    timing = f"{wall:.1f} s (the first gradient, compilation included, {first:.1f} s)"
-    params = {"target": list(args.target), "t_final": args.t_final, "knots": args.knots, "method": "shooting"}
+    sol, error, timing, params = _shooting(problem, args)
     return sol, params, error, "T", timing
+
+
+def _solve_model_reach(path: str, args: argparse.Namespace):
+    """A model file's reaching problem (:func:`jaxse3.optim.scenarios.reach`): its tip from rest at the file's q0 to
+    ``args.target``; efforts within ±``args.max_input``, tendon tensions within [0, ``args.max_input``]; from the
+    file's constant inputs (held at every knot)."""
+    from jaxse3 import rod as rods
+    from jaxse3.optim import scenarios as problems
+    from jaxse3.sim import scenarios, system as systems
+
+    name = os.path.splitext(os.path.basename(path))[0]
+    system, inputs, _, q0 = scenarios.from_toml(path)
+    if systems.joint_control(system) is not None:
+        print(
+            f"jaxse3 optimize {name}: the model's prescribed joints follow given trajectories; remove them from "
+            "[simulation] prescribed to optimise their efforts",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    if system.n_inputs == 0:
+        print(f"jaxse3 optimize {name}: the model has no inputs (no actuated joints) to optimise", file=sys.stderr)
+        raise SystemExit(2)
+    linkage = system.params.linkage if isinstance(system.params, systems.ClosedChain) else system.params
+    lower = np.full(system.n_inputs, -args.max_input)
+    for i, link in enumerate(linkage.links):
+        if isinstance(link.body, rods.Rod):  # tendon tensions pull only
+            lower[linkage.u_slice(i)] = 0.0
+    problem = problems.reach(
+        system, args.target, args.t_final, lower=lower, upper=args.max_input, q0=q0, n_knots=args.knots
+    )
+    print(
+        f"jaxse3 optimize {name}: {linkage.nv} DoF, {system.n_inputs} inputs, tip from rest to "
+        f"{tuple(args.target)} m at t = {args.t_final:g} s; {args.knots} knots per input within ±{args.max_input:g} "
+        "(tensions ≥ 0); single shooting, L-BFGS, gradients through Newmark-β (2 ms)",
+        flush=True,
+    )
+    sol, error, timing, params = _shooting(problem, args, jnp.broadcast_to(inputs, (args.knots, system.n_inputs)))
+    return sol, {**params, "model": os.path.abspath(path), "max_input": args.max_input}, error, "u", timing
 
 
 def _ddp(problem, us0, args: argparse.Namespace, bounds: dict, dt: float, point: Callable):

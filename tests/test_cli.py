@@ -10,6 +10,9 @@ import pytest
 from jaxse3 import cli
 from jaxse3.sim import Trajectory
 
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "models")
+ARM = os.path.join(MODELS, "hybrid_arm.toml")
+
 
 def test_list(capsys):
     assert cli.main(["list"]) == 0
@@ -48,6 +51,13 @@ def test_list(capsys):
         (["optimize", "arm-reach", "--method", "fddp"], "invalid choice"),
         (["optimize", "cdm-reach", "--method", "ddp", "--knots", "4"], "--knots: only for --method shooting"),
         (["optimize", "cdm-reach", "--method", "ilqr", "--t-final", "0.05"], "whole number of 20 ms steps"),
+        (["optimize", "missing.toml"], "no such model file"),
+        (["optimize", ARM], "a model file needs --target X Y Z"),
+        (["optimize", ARM, "--target", "0", "0", "0", "--method", "ddp"], "not a method of"),
+        (["optimize", ARM, "--target", "0", "0", "0", "--effort-limits"], "--effort-limits: not an option of"),
+        (["optimize", "cdm-reach", "--max-input", "3"], "--max-input: not an option of cdm-reach"),
+        (["optimize", os.path.join(MODELS, "serial_robot.toml"), "--target", "0", "0", "0"], "prescribed joints"),
+        (["optimize", os.path.join(MODELS, "parallel_robot.toml"), "--target", "0", "0", "0"], "has no inputs"),
     ],
 )
 def test_bad_arguments(argv, message, capsys):
@@ -155,6 +165,27 @@ def test_optimize_cdm_reach_by_ilqr_writes_a_solution_that_replays(tmp_path):
     system = scenarios.cdm_system()
     np.testing.assert_allclose(sol.tip[-1], system.tip(sol.x[-1, :24]), atol=1e-12)
     assert (out / "cdm-reach.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_optimize_a_model_file_writes_a_solution_that_replays(tmp_path):
+    """``jaxse3 optimize examples/models/hybrid_arm.toml --target ...`` on a short horizon: the cost decreases from
+    the file's constant efforts, the knots stay within ±--max-input, the npz holds the efforts (T, 2) and the states
+    (T + 1, 12), and the reaching problem of :func:`jaxse3.optim.scenarios.reach` replays its tip."""
+    from jaxse3.optim import Solution, scenarios as problems
+    from jaxse3.sim import scenarios
+
+    out = tmp_path / "out"
+    argv = ["optimize", ARM, "--target", "0.3", "0.2", "0.1", "--t-final", "0.1", "--knots", "3", "--max-iters", "2"]
+    assert cli.main([*argv, "--max-input", "0.5", "--no-progress", "--out", str(out)]) == 0
+    sol = Solution.load(out / "hybrid_arm.npz")
+    assert sol.u.shape == (5, 2) and sol.x.shape == (6, 12) and sol.iterations == 2
+    assert sol.cost_history[-1] < sol.cost_history[0]
+    assert np.all(np.abs(sol.values) <= 0.5)
+    system, _, _, q0 = scenarios.from_toml(ARM)
+    problem = problems.reach(system, (0.3, 0.2, 0.1), 0.1, lower=-0.5, upper=0.5, q0=q0, n_knots=3)
+    np.testing.assert_allclose(problem.rollout(sol.values).tip, sol.tip, atol=1e-12)
+    assert (out / "hybrid_arm.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow

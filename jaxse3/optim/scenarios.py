@@ -51,10 +51,11 @@ from jaxse3 import rigid
 from jaxse3.optim.costs import effort, pose_error
 from jaxse3.optim.ddp import DiscreteProblem, implicit_euler, symplectic_euler
 from jaxse3.optim.problem import Problem
-from jaxse3.sim import rigid_system
+from jaxse3.sim import System, rigid_system
 from jaxse3.sim.scenarios import cdm_system
 
 __all__ = [
+    "reach",
     "cdm_reach",
     "cdm_reach_steps",
     "CDM_REACH_WEIGHTS",
@@ -129,6 +130,42 @@ def _cdm_problem(system, t_final, running, terminal, n_knots, kind, max_tension,
     )
 
 
+def reach(
+    system: System,
+    target: Float[ArrayLike, "3"],
+    t_final: float,
+    *,
+    lower: Float[ArrayLike, " n_inputs"] | float,
+    upper: Float[ArrayLike, " n_inputs"] | float,
+    q0: Float[ArrayLike, " n_dof"] | None = None,
+    n_knots: int = 6,
+    dt: float = 2e-3,
+    weights: tuple[float, float, float] = CDM_REACH_WEIGHTS,
+) -> Problem:
+    """Any system's reaching problem: its tip (``system.tip``) from rest at ``q0`` to ``target`` (m, world) at
+    ``t_final``, with the cost of the CDM's (module docstring; ``weights`` = (w_u, w_T, w_v)), the inputs piecewise
+    linear in ``n_knots`` knots within [``lower``, ``upper``], Newmark-β at ``dt``, samples every 20 ms (or every step
+    for coarser steps). :func:`cdm_reach` is this problem on the CDM; ``jaxse3 optimize my_robot.toml`` poses it on a
+    model file's linkage."""
+    target = _point("reach", "target", target)
+    if system.n_inputs == 0:
+        raise ValueError("reach: the system has no inputs to optimise (no actuated joints, no tendons)")
+    w_u, w_T, w_v = weights
+    return Problem(
+        system,
+        t_final,
+        running=_Effort(w_u),
+        terminal=_Arrive(system, target, w_T, w_v),
+        n_knots=n_knots,
+        kind="linear",
+        lower=lower,
+        upper=upper,
+        q0=q0,
+        n_save=max(round(t_final / max(dt, 0.02)), 1) + 1,
+        simulation=dict(solver="newmark", dt=dt),
+    )
+
+
 def cdm_reach(
     target: Float[ArrayLike, "3"] = (0.1, 0.05, -0.45),
     t_final: float = 2.0,
@@ -138,11 +175,7 @@ def cdm_reach(
 ) -> Problem:
     """The CDM reaching problem (module docstring): tip to ``target`` (m, world) at ``t_final`` from rest."""
     target = _point("cdm_reach", "target", target)
-    system = cdm_system()
-    w_u, w_T, w_v = CDM_REACH_WEIGHTS
-    return _cdm_problem(
-        system, t_final, _Effort(w_u), _Arrive(system, target, w_T, w_v), n_knots, "linear", max_tension, dt, 0.02
-    )
+    return reach(cdm_system(), target, t_final, lower=0.0, upper=max_tension, n_knots=n_knots, dt=dt)
 
 
 def cdm_reach_steps(
