@@ -35,6 +35,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Real
 
 from jaxse3 import linkage as linkages, rigid, rod as rods
+from jaxse3.lie.tangents import custom_rule, jvp_moving
 from jaxse3.sim.trajectory import Trajectory
 
 __all__ = [
@@ -316,46 +317,81 @@ def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
     return r.at[k].add(lam[n_c:])
 
 
-def _prescribed_acceleration(chain, q, qd, inputs):
-    """q̈_B and M of a closed chain with prescribed joints in the Baumgarte form (seed 003 eqs. (43) and (48)
-    combined): q_k, q̇_k read from the inputs (they overwrite the state, as for an open chain), the prescribed
-    accelerations q̈_k(t) as constraints E_k q̈ = q̈_k beside the closures' stabilised rows, and one bordered solve
-
-        [[M, −Aᵀ, −E_kᵀ], [A, 0, 0], [E_k, 0, 0]] [q̈; λ; λ_k] = [τ − ID(q, q̇, 0); −Ȧq̇ − (2/T_B)Aq̇ − e/T_B²; q̈_k],
-
-    λ_k the prescribed joints' efforts (the inputs' efforts of those joints zero); then the prescribed rows of q̈ are
-    the state's tracking law (:func:`_tracking`), as for an open chain."""
-    control, T = chain.control, chain.baumgarte_time
+def _prescribed_state(chain, q, qd, inputs):
+    """(q, q̇) with the prescribed joints' entries read from the inputs, the linkage's inputs (the prescribed joints'
+    efforts zero) and the prescribed accelerations q̈_k(t)."""
+    control = chain.control
     _, k, nk = _split(control)
-    linkage, closures = chain.linkage, chain.closures
-    q_s, qd_s = q, qd
-    q, qd = q.at[k].set(inputs[:nk]), qd.at[k].set(inputs[nk : 2 * nk])
-    u = jnp.zeros(linkage.n_inputs, inputs.dtype).at[np.asarray(control.known_inputs, int)].set(inputs[3 * nk :])
-    M = linkages.mass_matrix(linkage, q)
-    rhs = linkages.generalized_forces(linkage, q, qd, u) - linkages.inverse_dynamics(linkage, q, qd, jnp.zeros_like(qd))
+    n_u = chain.linkage.n_inputs
+    u = jnp.zeros(n_u, inputs.dtype).at[np.asarray(control.known_inputs, int)].set(inputs[3 * nk :])
+    return q.at[k].set(inputs[:nk]), qd.at[k].set(inputs[nk : 2 * nk]), u, inputs[2 * nk : 3 * nk]
+
+
+def _prescribed_equations(chain, x, q, qd, inputs):
+    """R(x) of the Baumgarte form with prescribed joints (seed 003 eqs. (43) and (48) combined), affine in
+    x = (q̈, λ, λ_k): the index-3 residual τ − ID(q, q̇, q̈) + Aᵀλ + E_kᵀλ_k (λ_k the prescribed joints' efforts), the
+    closures' stabilised rows A q̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B², and E_k q̈ − q̈_k(t); q_k, q̇_k read from the inputs."""
+    linkage, closures, T = chain.linkage, chain.closures, chain.baumgarte_time
+    _, k, nk = _split(chain.control)
+    q, qd, u, qdd_k = _prescribed_state(chain, q, qd, inputs)
+    n, m = q.shape[0], x.shape[0] - q.shape[0] - nk
+    qdd, lam = x[:n], x[n : n + m]
+    r = linkages.index3_residual(linkage, closures, q, qd, qdd, lam, u).at[k].add(x[n + m :])
     A = linkages.closure_jacobian(linkage, closures, q)
-    c = (
-        -linkages.closure_bias(linkage, closures, q, qd)
-        - (2.0 / T) * (A @ qd)
-        - linkages.closure_error(linkage, closures, q) / T**2
-    )
-    rows = jnp.concatenate([A, jnp.eye(q.shape[0], dtype=A.dtype)[k]])
+    e = linkages.closure_error(linkage, closures, q)
+    c = A @ (qdd + (2.0 / T) * qd) + linkages.closure_bias(linkage, closures, q, qd) + e / T**2
+    return jnp.concatenate([r, c, qdd[k] - qdd_k])
+
+
+def _prescribed_matrix(chain, q, inputs):
+    """∂R/∂x = [[−M, Aᵀ, E_kᵀ], [A, 0, 0], [E_k, 0, 0]], LU-factored."""
+    _, k, _ = _split(chain.control)
+    q = q.at[k].set(inputs[: len(k)])
+    M = linkages.mass_matrix(chain.linkage, q)
+    rows = jnp.concatenate([linkages.closure_jacobian(chain.linkage, chain.closures, q), jnp.eye(q.shape[0])[k]])
     m = rows.shape[0]
-    K = jnp.block([[M, -rows.T], [rows, jnp.zeros((m, m), M.dtype)]])
-    qdd = jnp.linalg.solve(K, jnp.concatenate([rhs, c, inputs[2 * nk : 3 * nk]]))[: q.shape[0]]
-    return qdd.at[k].set(_tracking(control, q_s, qd_s, inputs)), M
+    return jax.scipy.linalg.lu_factor(jnp.block([[-M, rows.T], [rows, jnp.zeros((m, m), M.dtype)]]))
+
+
+def _prescribed_solution_plain(chain, q, qd, inputs):
+    n_x = q.shape[0] + sum(c.k for c in chain.closures) + len(chain.control.known)
+    x0 = jnp.zeros(n_x, q.dtype)
+    return -jax.scipy.linalg.lu_solve(
+        _prescribed_matrix(chain, q, inputs), _prescribed_equations(chain, x0, q, qd, inputs)
+    )
+
+
+def _prescribed_solution_jvp(primals, tangents):
+    """The implicit-function rule of the affine solve: dx = −(∂R/∂x)⁻¹ (∂R/∂(chain, q, q̇, u)·d) at the solution, the
+    index-3 residual's derivatives from its rule (ID's analytic ones), the closures' rows by autodiff."""
+    chain, q, qd, inputs = primals
+    lu = _prescribed_matrix(chain, q, inputs)
+    n_x = q.shape[0] + sum(c.k for c in chain.closures) + len(chain.control.known)
+    x = -jax.scipy.linalg.lu_solve(lu, _prescribed_equations(chain, jnp.zeros(n_x, q.dtype), q, qd, inputs))
+    dR = jvp_moving(lambda *a: _prescribed_equations(a[0], x, *a[1:]), primals, tangents)
+    return x, jnp.zeros_like(x) if dR is None else -jax.scipy.linalg.lu_solve(lu, dR)
+
+
+_prescribed_solution = custom_rule("sim.prescribed_closed_chain", _prescribed_solution_plain, _prescribed_solution_jvp)
 
 
 def _closed_controlled_forward_dynamics(chain, q, qd, inputs):
-    return _prescribed_acceleration(chain, q, qd, inputs)[0]
+    """q̈ of the Baumgarte form with prescribed joints (:func:`_prescribed_equations`), the prescribed rows the
+    state's tracking law (:func:`_tracking`), as for an open chain."""
+    _, k, _ = _split(chain.control)
+    qdd = _prescribed_solution(chain, q, qd, inputs)[: q.shape[0]]
+    return qdd.at[k].set(_tracking(chain.control, q, qd, inputs))
 
 
 def _closed_controlled_residual(chain, q, qd, qdd, inputs):
-    """M(q̈_B − q̈) on the unknown rows, q̈_B − q̈ on the prescribed ones: zero exactly along the Baumgarte motion
-    (as :func:`jaxse3.linkage.constrained_residual`), with an invertible ∂r/∂q̈."""
-    qdd_b, M = _prescribed_acceleration(chain, q, qd, inputs)
-    _, k, _ = _split(chain.control)
-    return (M @ (qdd_b - qdd)).at[k].set((qdd_b - qdd)[k])
+    """τ − ID(q, q̇, q̈') + Aᵀλ + E_kᵀλ_k with the multipliers of the Baumgarte solve and q̈' = q̈ with the prescribed
+    q̈_k(t) (= −M_uu(q̈ − q̈_B)_u on the unknown rows), the prescribed rows the tracking law minus q̈: zero exactly along
+    the Baumgarte motion (as :func:`jaxse3.linkage.constrained_residual`), ∂r/∂q̈ invertible."""
+    _, k, nk = _split(chain.control)
+    n = q.shape[0]
+    x = _prescribed_solution(chain, q, qd, inputs)
+    r = _prescribed_equations(chain, x.at[:n].set(qdd.at[k].set(inputs[2 * nk : 3 * nk])), q, qd, inputs)[:n]
+    return r.at[k].set(_tracking(chain.control, q, qd, inputs) - qdd[k])
 
 
 def _closed_points(chain, q):
