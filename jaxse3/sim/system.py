@@ -483,9 +483,8 @@ def linkage_system(
     (q_k − q_k(t) = 0, their multipliers the joints' efforts), and statics solves for them; the Baumgarte form is eqs.
     (43) and (48) combined: q_k, q̇_k read from the inputs, the prescribed accelerations q̈_k(t) imposed as further
     rows of the bordered system (their multipliers the efforts), the state's q_k tracking the prescription as for an
-    open chain. Its derivatives are ``jax.jacfwd`` through the linkage's rules and the bordered solve (mass matrix,
-    ID, τ and the closures' rows in separate passes): correct, but slower than the index-3 form, which is the
-    efficient choice for such systems.
+    open chain. Its derivatives come from an implicit-function rule on that affine solve (the index-3 residual's
+    analytical rule; the closures' rows by autodiff); the index-3 form remains the cheaper choice for such systems.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")
