@@ -13,6 +13,9 @@ the finger with the apex's trail, the apex's displacement, the slider's force (t
 :func:`jaxse3.sim.constraint_forces`) and the closures' drift.
 
     python examples/fin_ray.py [--t-final 10] [--dt 0.01] [--out jaxse3-out/fin-ray]
+
+The same finger as a model file: ``jaxse3 run examples/models/fin_ray.toml`` (``--solver generalized-alpha-index3``
+adds numerical damping, which removes the (−1)ⁿ oscillation of the multipliers and most of the velocity drift).
 """
 
 import argparse
