@@ -327,7 +327,7 @@ def main(argv=None):
     if "fin-ray" not in args.skip and "jacobians" not in args.skip:
         fin_ray_jacobians()
     if "fin-ray" not in args.skip and "simulations" not in args.skip:
-        solvers = ("newmark-index3", "generalized-alpha-index3")
+        solvers = ("newmark-index3", "generalized-alpha-index3", "kvaerno5")
         simulation_table("fin-ray finger", *scenarios.fin_ray(), args.t_final, 1e-2, solvers, args.solvers)
     if "rigid" not in args.skip:
         robots = args.robots
