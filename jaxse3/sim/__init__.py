@@ -17,6 +17,7 @@ from jaxse3.sim import energy_statics  # statics of the strain-field rod by ener
 from jaxse3.sim._multibody import simulate_multibody
 from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
 from jaxse3.sim.dynamics import ADJOINTS, FIXED_STEP, INDEX3, SOLVERS, StepChord, constraint_forces, simulate
+from jaxse3.sim.modes import Modes, natural_modes
 from jaxse3.sim.statics import StaticsSolution, solve_statics
 from jaxse3.sim.system import (
     SampledInput,
@@ -54,6 +55,8 @@ __all__ = [
     "StepChord",
     "Trajectory",
     "solve_statics",
+    "natural_modes",
+    "Modes",
     "StaticsSolution",
     "simulate_batch",
     "solve_statics_batch",
