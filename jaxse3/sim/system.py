@@ -353,21 +353,21 @@ def _prescribed_matrix(chain, q, inputs):
     return jax.scipy.linalg.lu_factor(jnp.block([[-M, rows.T], [rows, jnp.zeros((m, m), M.dtype)]]))
 
 
-def _prescribed_solution_plain(chain, q, qd, inputs):
+def _prescribed_solve(chain, q, qd, inputs):
+    """(x, LU factors of ∂R/∂x): the solution x = −(∂R/∂x)⁻¹ R(0) of the affine equations."""
+    lu = _prescribed_matrix(chain, q, inputs)
     n_x = q.shape[0] + sum(c.k for c in chain.closures) + len(chain.control.known)
-    x0 = jnp.zeros(n_x, q.dtype)
-    return -jax.scipy.linalg.lu_solve(
-        _prescribed_matrix(chain, q, inputs), _prescribed_equations(chain, x0, q, qd, inputs)
-    )
+    return -jax.scipy.linalg.lu_solve(lu, _prescribed_equations(chain, jnp.zeros(n_x, q.dtype), q, qd, inputs)), lu
+
+
+def _prescribed_solution_plain(chain, q, qd, inputs):
+    return _prescribed_solve(chain, q, qd, inputs)[0]
 
 
 def _prescribed_solution_jvp(primals, tangents):
     """The implicit-function rule of the affine solve: dx = −(∂R/∂x)⁻¹ (∂R/∂(chain, q, q̇, u)·d) at the solution, the
     index-3 residual's derivatives from its rule (ID's analytic ones), the closures' rows by autodiff."""
-    chain, q, qd, inputs = primals
-    lu = _prescribed_matrix(chain, q, inputs)
-    n_x = q.shape[0] + sum(c.k for c in chain.closures) + len(chain.control.known)
-    x = -jax.scipy.linalg.lu_solve(lu, _prescribed_equations(chain, jnp.zeros(n_x, q.dtype), q, qd, inputs))
+    x, lu = _prescribed_solve(*primals)
     dR = jvp_moving(lambda *a: _prescribed_equations(a[0], x, *a[1:]), primals, tangents)
     return x, jnp.zeros_like(x) if dR is None else -jax.scipy.linalg.lu_solve(lu, dR)
 
