@@ -40,6 +40,7 @@ A file lists its links parents first; lengths in m, masses in kg, angles in rad:
     strains = ["wx", "wy", "wz", "vx"] # the strain components with modes (default all six)
     order = 4                          # Legendre order of each (default 2), or one per strain: [3, 3, 3, 1]
     gauss = 5                          # Gauss points (default the highest order + 1)
+    shear_factor = 1.0                 # optional: Timoshenko's k on G A (default 1), rotary_inertia = false
 
 Point wrenches (:class:`~jaxse3.linkage.PointLoad`) on a link's points, any number::
 
@@ -89,7 +90,8 @@ STRAINS = ("wx", "wy", "wz", "vx", "vy", "vz")
 _RIGID_FIELDS = {"mass", "com", "inertia", "volume", "drag", "added_mass", "actuated", "coordinates"}
 _COMMON_FIELDS = {"name", "parent", "joint", "position", "rotation", "axis", "pitch"}
 _ROD_FIELDS = {
-    *("length", "radius", "width", "height", "young", "density", "poisson", "damping", "strains", "order", "gauss")
+    *("length", "radius", "width", "height", "young", "density", "poisson", "damping", "strains", "order", "gauss"),
+    *("shear_factor", "rotary_inertia"),
 }
 _FLUID_FIELDS = {"density", "drag_normal", "drag_tangential", "added_mass", "speed_scale"}
 
@@ -135,6 +137,12 @@ class _Fields:
         if nonneg and v < 0:
             raise ValueError(f"{self.where}: {key!r} must be non-negative, got {v}")
         return float(v)
+
+    def flag(self, key: str, default: bool) -> bool:
+        v = self.table.get(key, default)
+        if not isinstance(v, bool):
+            raise ValueError(f"{self.where}: {key!r} must be true or false, got {v!r}")
+        return v
 
     def vector(self, key: str, size: int | tuple[int, ...], default: Any = None) -> np.ndarray:
         if key not in self.table:
@@ -269,6 +277,8 @@ def _rod(table: Any, where: str) -> Rod:
         material=material,
         basis=LegendreBasis(tuple(by_strain.get(s) for s in STRAINS)),
         n_gauss=gauss,
+        shear_factor=f.number("shear_factor", 1.0, positive=True),
+        rotary_inertia=f.flag("rotary_inertia", True),
     )
 
 

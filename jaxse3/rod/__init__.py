@@ -3,16 +3,20 @@
 API summary (all functions jit/vmap-able; float64 recommended; n = rod.n_dof, n_p = rod.n_points, n_a = rod.n_tendons)::
 
     rod = Rod(length, section, material, basis, n_gauss=5, magnus_order=4, tendons=(), gravity=(0, 0, -9.81),
-              base_pose=None, xi_star=(0, 0, 0, 1, 0, 0))       # eqx.Module; arrays are leaves, sizes static
+              base_pose=None, xi_star=(0, 0, 0, 1, 0, 0), n_segments=1, shear_factor=1.0, rotary_inertia=True)
+                                                                 # eqx.Module; arrays are leaves, sizes static
     rod = cdm_rod()                                              # seed 003 CDM: 24 DoF, n_p = 7, 5 tendons, hanging
     CircularSection(r_base, r_tip=None) | CircularSection(fn(X, L)) | RectangularSection(width_y, height_z)
     Material(E, rho, nu=0.5, G=None, damping=0.0)                # damping = υ (Pa·s)
+    cowper_shear_factor(section, material) -> k                  # Timoshenko's k (Cowper 1966), for shear_factor
     LegendreBasis(orders) | MonomialBasis(orders) | UserBasis(fn(X, L) -> (6, n), n)
         orders = 6 per-component orders (torsion, bend_y, bend_z, elongation, shear_y, shear_z), None = off
     Tendon(route(X, L) -> (y, z)); cdm_tendons(r_b, r_t, L)
 
     forward_kinematics(rod, q) -> (n_p, 4, 4) poses at base, Gauss points, tip;  tip_pose -> (4, 4); tip_position ->
     (3,)
+    pose_at(rod, q, s) -> (..., 4, 4); strain_at(rod, q, s) -> (..., 6)   # at any arc lengths s ∈ [0, L]
+    internal_wrench(rod, q, s, qd=None) -> (..., 6)             # Σ(ξ − ξ*) + Υξ̇ at s, section frame
     body_jacobians(rod, q) -> (n_p, 6, n);  differential_kinematics(rod, q, qd) -> (g, J, eta, J_dot)
     inverse_dynamics(rod, q, qd, qdd) -> (n,)                    # M q̈ − F: inertia, Coriolis, gravity; custom_jvp
     inverse_dynamics_derivatives(rod, q, qd, qdd) -> (dID_dq, dID_dqd, M)
@@ -66,12 +70,15 @@ from jaxse3.rod.forces import (
     external_wrenches,
     internal_forces,
     internal_forces_derivatives,
+    internal_wrench,
 )
-from jaxse3.rod.geometry import CircularSection, Material, RectangularSection, gauss_points
+from jaxse3.rod.geometry import CircularSection, Material, RectangularSection, cowper_shear_factor, gauss_points
 from jaxse3.rod.kinematics import (
     body_jacobians,
     differential_kinematics,
     forward_kinematics,
+    pose_at,
+    strain_at,
     tangent_operator,
     tip_pose,
     tip_position,
@@ -93,6 +100,7 @@ __all__ = [
     "CircularSection",
     "RectangularSection",
     "Material",
+    "cowper_shear_factor",
     "gauss_points",
     "Tendon",
     "cdm_tendons",
@@ -101,6 +109,8 @@ __all__ = [
     "forward_kinematics",
     "tip_pose",
     "tip_position",
+    "pose_at",
+    "strain_at",
     "body_jacobians",
     "differential_kinematics",
     "tangent_operator",
@@ -119,5 +129,6 @@ __all__ = [
     "actuation_derivative",
     "internal_forces",
     "internal_forces_derivatives",
+    "internal_wrench",
     "external_wrenches",
 ]

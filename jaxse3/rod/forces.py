@@ -39,6 +39,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 import jaxse3  # the annotations name jaxse3.rod.model.Rod: that module imports this one (Tendon), not vice versa
 from jaxse3 import se3, so3
+from jaxse3.rod.geometry import screw_damping, screw_stiffness
 
 __all__ = [
     "Tendon",
@@ -48,6 +49,7 @@ __all__ = [
     "actuation_derivative",
     "internal_forces",
     "internal_forces_derivatives",
+    "internal_wrench",
     "Loads",
     "CylinderContact",
     "external_wrenches",
@@ -162,6 +164,32 @@ def internal_forces_derivatives(
     if u is not None and rod.n_tendons:
         dq = dq + actuation_derivative(rod, q, u)
     return dq, -rod.damping
+
+
+def internal_wrench(
+    rod: jaxse3.rod.model.Rod,
+    q: Float[Array, " n_dof"],
+    s: Float[ArrayLike, "..."],
+    qd: Float[Array, " n_dof"] | None = None,
+) -> Float[Array, "... 6"]:
+    """The internal wrench (moment, force) at arc lengths s ∈ [0, L] of any shape, in the section's frame, ``s.shape
+    + (6,)``: the constitutive law of seed 003 §4.4, 𝓕(s) = Σ(s)(ξ(s) − ξ*(s)) + Υ(s) ξ̇(s) with ξ − ξ* = Φ(s) q and
+    ξ̇ = Φ(s) q̇ (``qd`` None: the elastic part alone), Σ, Υ of (D64), (D65) with the rod's shear factor.
+
+    It is the wrench the part beyond s exerts on the part before it (at equilibrium with a tip wrench 𝓕_L and no
+    distributed load, 𝓕(s) = Ad*_{g(s)⁻¹g(L)} 𝓕_L); like every strain-based quantity of a Ritz discretisation it
+    converges with the basis. A tendon's tension is carried beside it (the section's total wrench adds the tendons'
+    pull), as in the actuation term B(q) u of (35)."""
+    if jnp.shape(q) != (rod.n_dof,) or (qd is not None and jnp.shape(qd) != (rod.n_dof,)):
+        raise ValueError(f"internal_wrench: 'q' and 'qd' must have shape ({rod.n_dof},) for this rod")
+    s = rod.arc_lengths(s, "internal_wrench")
+    Phi = rod.basis(s, rod.length)
+    k = rod.shear_factor
+    F = jnp.einsum("...ij,...j->...i", screw_stiffness(rod.section, rod.material, s, rod.length, k), Phi @ q)
+    if qd is not None:
+        Y = screw_damping(rod.section, rod.material, s, rod.length, k)
+        F = F + jnp.einsum("...ij,...j->...i", Y, Phi @ qd)
+    return F
 
 
 # ----------------------------------------------------------------------------------------------------- point loads

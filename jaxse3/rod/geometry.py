@@ -6,12 +6,16 @@ constant strain) every segment gets its own ``n_gauss`` Gauss points and the seg
 With the section's area A and second moments J_x (polar), J_y, J_z (about the section's y and z axes), all densities
 are diagonal, angular components first:
 
-* screw inertia 𝓜̄ = ρ diag(J_x, J_y, J_z, A, A, A) (standard GVS; the paper does not print it);
-* screw elasticity Σ = diag(G J_x, E J_y, E J_z, E A, G A, G A) (D64);
-* screw damping Υ = υ diag(J_x, 3J_y, 3J_z, 3A, A, A) (D65; υ is the material damping, Pa·s).
+* screw inertia 𝓜̄ = ρ diag(J_x, J_y, J_z, A, A, A) (standard GVS; the paper does not print it); without rotary
+  inertia (``rotary_inertia=False``) the bending entries ρJ_y, ρJ_z are zero (the Euler–Bernoulli and Rayleigh
+  limits; the polar ρJ_x stays, as torsion has no other inertia);
+* screw elasticity Σ = diag(G J_x, E J_y, E J_z, E A, k G A, k G A) (D64, with Timoshenko's shear-correction factor k);
+* screw damping Υ = υ diag(J_x, 3J_y, 3J_z, 3A, k A, k A) (D65; υ is the material damping, Pa·s; k as in Σ, so that
+  Υ stays proportional to Σ for G = E/3).
 
-G = E / (2(1 + ν)) unless G is given; no shear-correction factor and no torsion constant other than the polar moment
-(as in the paper). Every quantity is a JAX array (leaves), so a batch of sections or materials vmaps.
+G = E / (2(1 + ν)) unless G is given. The shear-correction factor k defaults to 1 (the paper); Cowper's values are
+:func:`cowper_shear_factor`. No torsion constant other than the polar moment (as in the paper). Every quantity is a
+JAX array (leaves), so a batch of sections or materials vmaps.
 
 Constructors reject nonsense values (a non-positive size or modulus, ν outside (−1, ½]) with a ValueError naming the
 argument; values traced by ``jit``/``vmap`` are not checked, so construction stays traceable.
@@ -36,6 +40,7 @@ __all__ = [
     "screw_inertia",
     "screw_stiffness",
     "screw_damping",
+    "cowper_shear_factor",
 ]
 
 
@@ -224,26 +229,53 @@ def _diag6(*entries) -> jax.Array:
     return d[..., None] * jnp.eye(6, dtype=d.dtype)
 
 
+def cowper_shear_factor(section: CircularSection | RectangularSection, material: Material) -> jax.Array:
+    """Cowper's (1966) shear-correction factor k of a solid section: 6(1 + ν)/(7 + 6ν) (circle), 10(1 + ν)/(12 + 11ν)
+    (rectangle), with ν = E/(2G) − 1 from the material; e.g. 0.886 and 0.850 for ν = 0.3. Pass it to
+    :class:`~jaxse3.rod.model.Rod` as ``shear_factor`` (k multiplies the shear stiffness G A; PyElastica's default
+    for its circular rods is 4/3)."""
+    nu = material.E / (2 * material.G) - 1
+    if isinstance(section, CircularSection):
+        return 6 * (1 + nu) / (7 + 6 * nu)
+    if isinstance(section, RectangularSection):
+        return 10 * (1 + nu) / (12 + 11 * nu)
+    raise TypeError(f"cowper_shear_factor: 'section' must be circular or rectangular, got {type(section).__name__}")
+
+
 def screw_inertia(
-    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+    section: CircularSection | RectangularSection,
+    material: Material,
+    X: Float[Array, "..."],
+    length: Float[Array, ""],
+    rotary_inertia: bool = True,
 ) -> Float[Array, "... 6 6"]:
-    """𝓜̄(X) = ρ diag(J_x, J_y, J_z, A, A, A), shape ``X.shape + (6, 6)``."""
+    """𝓜̄(X) = ρ diag(J_x, J_y, J_z, A, A, A), shape ``X.shape + (6, 6)``; ``rotary_inertia=False``: J_y = J_z = 0."""
     A, Jx, Jy, Jz = section.moments(X, length)
+    if not rotary_inertia:
+        Jy = Jz = jnp.zeros_like(A)
     return material.rho * _diag6(Jx, Jy, Jz, A, A, A)
 
 
 def screw_stiffness(
-    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+    section: CircularSection | RectangularSection,
+    material: Material,
+    X: Float[Array, "..."],
+    length: Float[Array, ""],
+    shear_factor: Float[ArrayLike, ""] = 1.0,
 ) -> Float[Array, "... 6 6"]:
-    """Σ(X) = diag(G J_x, E J_y, E J_z, E A, G A, G A) (seed 003 eq. (D64))."""
+    """Σ(X) = diag(G J_x, E J_y, E J_z, E A, k G A, k G A) (seed 003 eq. (D64); k = ``shear_factor``)."""
     A, Jx, Jy, Jz = section.moments(X, length)
     E, G = material.E, material.G
-    return _diag6(G * Jx, E * Jy, E * Jz, E * A, G * A, G * A)
+    return _diag6(G * Jx, E * Jy, E * Jz, E * A, shear_factor * G * A, shear_factor * G * A)
 
 
 def screw_damping(
-    section: CircularSection | RectangularSection, material: Material, X: Float[Array, "..."], length: Float[Array, ""]
+    section: CircularSection | RectangularSection,
+    material: Material,
+    X: Float[Array, "..."],
+    length: Float[Array, ""],
+    shear_factor: Float[ArrayLike, ""] = 1.0,
 ) -> Float[Array, "... 6 6"]:
-    """Υ(X) = υ diag(J_x, 3J_y, 3J_z, 3A, A, A) (seed 003 eq. (D65))."""
+    """Υ(X) = υ diag(J_x, 3J_y, 3J_z, 3A, k A, k A) (seed 003 eq. (D65); k = ``shear_factor``)."""
     A, Jx, Jy, Jz = section.moments(X, length)
-    return material.damping * _diag6(Jx, 3 * Jy, 3 * Jz, 3 * A, A, A)
+    return material.damping * _diag6(Jx, 3 * Jy, 3 * Jz, 3 * A, shear_factor * A, shear_factor * A)

@@ -29,7 +29,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
 from jaxse3.lie import se2
-from jaxse3.rod.magnus import magnus_dZ, magnus_dZT, magnus_omega, magnus_rates, magnus_Z
+from jaxse3.rod.magnus import collocation_nodes, magnus_dZ, magnus_dZT, magnus_omega, magnus_rates, magnus_Z
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "forward_kinematics",
     "tip_pose",
     "tip_position",
+    "strain_at",
+    "pose_at",
     "body_jacobians",
     "differential_kinematics",
     "Joints",
@@ -182,6 +184,31 @@ def tip_pose(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "4 4"]:
 def tip_position(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, "3"]:
     """World position of the tip, (3,)."""
     return tip_pose(rod, q)[:3, 3]
+
+
+def strain_at(rod: Rod, q: Float[Array, " n_dof"], s: Float[ArrayLike, "..."]) -> Float[Array, "... 6"]:
+    """The strain ξ(s) = Φ(s) q + ξ*(s) at arc lengths s ∈ [0, L] of any shape (seed 003 eq. (1)), ``s.shape + (6,)``:
+    (ω, v), the curvature–torsion and the stretch–shear of the section's frame, in that frame."""
+    check_state(rod, q=q)
+    s = rod.arc_lengths(s, "strain_at")
+    return rod.basis(s, rod.length) @ q + rod.reference_strain(s)
+
+
+def pose_at(rod: Rod, q: Float[Array, " n_dof"], s: Float[ArrayLike, "..."]) -> Float[Array, "... 4 4"]:
+    """The pose g(s) at arc lengths s ∈ [0, L] of any shape, ``s.shape + (4, 4)``: the pose of the computational
+    point X_α ≤ s before it (eq. (2a)) advanced over [X_α, s] by the rod's own Magnus expansion (C1) at that
+    interval's collocation nodes, so g(X_k) is the pose of point k and between the points the same discretisation
+    interpolates (exact for piecewise-constant strain, 4th order in the interval otherwise)."""
+    check_state(rod, q=q)
+    s = rod.arc_lengths(s, "pose_at")
+    g = forward_kinematics(rod, q)
+    k = jnp.clip(jnp.searchsorted(rod.X, s, side="right") - 1, 0, rod.n_points - 2)
+    d = s - rod.X[k]
+    order = rod.expansion_order
+    xc = rod.X[k][..., None] + d[..., None] * jnp.asarray(collocation_nodes(order), s.dtype)  # (..., n_c)
+    xi_c = rod.basis(xc, rod.length) @ q + rod.reference_strain(xc)  # (..., n_c, 6)
+    omega = jnp.vectorize(lambda x, h: magnus_omega(x, h, order), signature="(c,i),()->(i)")(xi_c, d)
+    return g[k] @ se3.exp(omega)
 
 
 class Joints(NamedTuple):

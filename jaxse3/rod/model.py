@@ -77,6 +77,10 @@ class Rod(eqx.Module):
             same number of segments is integrated exactly (its strain is constant on every interval), and each
             segment's mass, stiffness and damping use ``n_gauss`` points, as in SoRoMoX's PCS. With a
             PiecewiseConstantBasis, ``n_segments`` must be a multiple of the basis's segments.
+        shear_factor: Timoshenko's shear-correction factor k > 0 on the shear stiffness k G A and damping k υ A
+            (default 1, the paper; :func:`~jaxse3.rod.geometry.cowper_shear_factor` gives Cowper's values).
+        rotary_inertia: False drops the rotary inertia of the sections about their bending axes (ρJ_y = ρJ_z = 0),
+            the Euler–Bernoulli/Rayleigh limit; the polar ρJ_x stays (torsion has no other inertia). Default True.
 
     Attributes (arrays): ``length``, ``X`` (n_p,), ``weights`` (n_p,), ``h`` (n_p − 1,), ``Phi`` (n_p, 6, n),
     ``xi_star`` (n_p, 6), ``Phi_c`` (n_p − 1, n_c, 6, n), ``xi_star_c`` (n_p − 1, n_c, 6), ``inertia`` (n_p, 6): the
@@ -89,6 +93,13 @@ class Rod(eqx.Module):
     basis and the reference strain have no out-of-plane component (ω_x, ω_y, v_z zero at every point), so the rod
     moves in its base frame's xy-plane and its recursions (ID, M, FD and their derivatives, without external loads) run
     on SE(2) (:mod:`jaxse3.lie.se2`); checked on concrete values (False for a rod built from traced ones).
+
+    The rod keeps what it was built from: ``section``, ``material``, ``shear_factor`` (leaves), ``basis``,
+    ``rotary_inertia`` (static) and the reference strain, so that queries at any arc length
+    (:func:`~jaxse3.rod.kinematics.pose_at`, :func:`~jaxse3.rod.kinematics.strain_at`,
+    :func:`~jaxse3.rod.forces.internal_wrench`) evaluate the same model between the computational points. A basis,
+    section profile or reference strain given as a callable is static structure: ``jit`` caches compile per callable,
+    so define it once (at module level), not anew for every rod.
     """
 
     length: jax.Array
@@ -107,6 +118,13 @@ class Rod(eqx.Module):
     base_pose: jax.Array
     tendon_d: jax.Array
     tendon_dd: jax.Array
+    section: CircularSection | RectangularSection
+    material: Material
+    shear_factor: jax.Array
+    xi_star_constant: jax.Array
+    basis: StrainBasis = eqx.field(static=True)
+    xi_star_function: Callable | None = eqx.field(static=True)
+    rotary_inertia: bool = eqx.field(static=True)
     n_dof: int = eqx.field(static=True)
     n_points: int = eqx.field(static=True)
     n_tendons: int = eqx.field(static=True)
@@ -127,6 +145,8 @@ class Rod(eqx.Module):
         base_pose: Float[ArrayLike, "4 4"] | None = None,
         xi_star: Callable | Sequence[float] | jax.Array = _STRAIGHT,
         n_segments: int = 1,
+        shear_factor: Float[ArrayLike, ""] = 1.0,
+        rotary_inertia: bool = True,
     ):
         f = jnp.result_type(float)
         if not isinstance(basis, StrainBasis):
@@ -159,13 +179,18 @@ class Rod(eqx.Module):
         h = jnp.diff(X)
         Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
 
+        check_values("Rod", "shear_factor", shear_factor, lambda v: v > 0, "positive")
+        if not isinstance(rotary_inertia, bool):
+            raise ValueError(f"Rod: 'rotary_inertia' must be True or False, got {rotary_inertia!r}")
         if callable(xi_star):
-            xs = jnp.vectorize(lambda x: jnp.asarray(xi_star(x, L), f), signature="()->(6)")
+            self.xi_star_function, self.xi_star_constant = xi_star, jnp.zeros(6, f)
         else:
-            ref = jnp.asarray(xi_star, f)
-            if ref.shape != (6,):
-                raise ValueError(f"Rod: 'xi_star' must be a callable or have shape (6,), got {ref.shape}")
-            xs = lambda x: jnp.broadcast_to(ref, jnp.shape(x) + (6,))
+            self.xi_star_function, self.xi_star_constant = None, jnp.asarray(xi_star, f)
+            if self.xi_star_constant.shape != (6,):
+                raise ValueError(f"Rod: 'xi_star' must be a callable or have shape (6,), got {jnp.shape(xi_star)}")
+        self.section, self.material, self.basis = section, material, basis
+        self.shear_factor, self.rotary_inertia = jnp.asarray(shear_factor, f), rotary_inertia
+        xs = self.reference_strain
 
         self.length, self.X, self.weights, self.h = L, X, w, h
         self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
@@ -188,10 +213,12 @@ class Rod(eqx.Module):
                 f"{np.asarray(area)} at X = {np.asarray(X)}"
             )
         self.xi_star, self.xi_star_c = xs(X), xs(Xc)
-        self.inertia = w[:, None] * jnp.diagonal(screw_inertia(section, material, X, L), axis1=-2, axis2=-1)
+        inertia = screw_inertia(section, material, X, L, rotary_inertia)
+        self.inertia = w[:, None] * jnp.diagonal(inertia, axis1=-2, axis2=-1)
         wPhi = w[:, None, None] * self.Phi
-        self.stiffness = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L), self.Phi)
-        self.damping = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L), self.Phi)
+        k = self.shear_factor
+        self.stiffness = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L, k), self.Phi)
+        self.damping = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L, k), self.Phi)
         self.contact_radius = section.contact_radius(X, L)
         self.gravity = jnp.asarray(gravity, f)
         if self.gravity.shape != (3,):
@@ -212,6 +239,23 @@ class Rod(eqx.Module):
         self.magnus_order = int(magnus_order)
         self.strain_run = n_gauss + 1 if isinstance(basis, PiecewiseConstantBasis) and not callable(xi_star) else 1
         self.planar = _in_plane((self.Phi, -2), (self.Phi_c, -2), (self.xi_star, -1), (self.xi_star_c, -1))
+
+    def reference_strain(self, X: Float[ArrayLike, "..."]) -> Float[jax.Array, "... 6"]:
+        """ξ*(X) at any abscissae X (shape ``X.shape + (6,)``)."""
+        X = jnp.asarray(X, self.length.dtype)
+        if self.xi_star_function is None:
+            return jnp.broadcast_to(self.xi_star_constant, X.shape + (6,))
+        fn = lambda x: jnp.asarray(self.xi_star_function(x, self.length), self.length.dtype)
+        return jnp.vectorize(fn, signature="()->(6)")(X)
+
+    def arc_lengths(self, s: Float[ArrayLike, "..."], who: str = "Rod") -> jax.Array:
+        """``s`` as an array of the rod's dtype, checked (where concrete) to lie on the rod, 0 ≤ s ≤ L; ``who`` names
+        the caller in the error."""
+        s = jnp.asarray(s, self.length.dtype)
+        if not isinstance(s, jax.core.Tracer) and not isinstance(self.length, jax.core.Tracer):
+            L = float(self.length)
+            check_values(who, "s", s, lambda v: (v >= 0) & (v <= L), f"an arc length in [0, L = {L:g}]")
+        return s
 
     @property
     def expansion_order(self) -> int:

@@ -48,6 +48,17 @@ inertia = [0.1, 0.1, 0.1]
 """
 
 
+SOFT = "[[link]]\nname = 's'\njoint = 'soft'\n[link.rod]\nlength = 0.5\nradius = 0.01\nyoung = 1e6\ndensity = 1e3\n"
+
+
+def test_a_rods_shear_factor_and_rotary_inertia_are_read():
+    rod = lk.from_toml(SOFT + "shear_factor = 0.85\nrotary_inertia = false").links[0].body
+    assert float(rod.shear_factor) == 0.85 and rod.rotary_inertia is False
+    np.testing.assert_array_equal(rod.inertia[:, 1:3], 0.0)
+    rod = lk.from_toml(SOFT).links[0].body
+    assert float(rod.shear_factor) == 1.0 and rod.rotary_inertia is True
+
+
 @pytest.mark.parametrize(
     "text, match",
     [
@@ -76,6 +87,8 @@ inertia = [0.1, 0.1, 0.1]
             "density = 1e3\norder = 4\ngauss = 3",
             "'gauss' must be an integer ≥ order \\+ 1 = 5",
         ),
+        (SOFT + "shear_factor = 0", "link 's': rod: 'shear_factor' must be positive"),
+        (SOFT + "rotary_inertia = 1", "link 's': rod: 'rotary_inertia' must be true or false"),
         ("gravity = [0, 0]", "'gravity' must be a list of 3 numbers"),
         ("", "no links"),
         ("[[link]\n", "not valid TOML"),
