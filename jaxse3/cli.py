@@ -156,6 +156,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--n-save", type=_positive(int), default=201, help="saved time samples (default 201)")
     r.add_argument("--max-steps", type=_positive(int), default=100_000, help="solver step limit (default 100000)")
     r.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    r.add_argument("--animate", action="store_true", help="also write an animation of the motion beside its inputs")
+    r.add_argument(
+        "--format", choices=("mp4", "gif"), default="mp4", help="--animate: mp4 (default; the 'plot' extra) or gif"
+    )
     parser.run_parser = r  # type: ignore[attr-defined]  # main() reads its defaults
     o = sub.add_parser("optimize", help="solve a built-in trajectory optimisation problem (see 'jaxse3 list')")
     o.add_argument(
@@ -202,6 +206,8 @@ _ROD_OPTIONS = {
     "n_save": "--n-save",
     "max_steps": "--max-steps",
     "progress": "--no-progress",
+    "animate": "--animate",
+    "format": "--format",
 }
 _DEMO_OPTIONS = {"batch": "--batch", "save": "--save"}
 
@@ -254,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         unused = _unused(run, args, _DEMO_OPTIONS)
         if unused:
             parser.error(f"{', '.join(unused)}: only for lie-demo, not for {args.example}")
+        if args.format != run.get_default("format") and not args.animate:
+            parser.error("--format: an option of --animate")
         _writable_folder(parser, "--out", args.out)
         defaults = {key: run.get_default(key) for key in _ROD_OPTIONS}
         return run_simulation_example(args.example, args, defaults)

@@ -196,6 +196,15 @@ def _scenario(name: str):
     return system, inputs, f"{what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables", {}, None
 
 
+#: what the inputs of the built-in examples are, for the animations' input panel
+INPUT_LABELS = {
+    "cdm": "cable tension [N]",
+    "cdm-contact": "cable tension [N]",
+    "flagellated": "shaft torque [N·m]",
+    "fin-ray": "slider d [m], ḋ [m/s], d̈ [m/s²] (u1–u3)",
+}
+
+
 def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict | None = None) -> int:
     """Simulate a built-in scenario or a model file (:func:`_scenario`); print the timing summary (compilation apart
     from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``. A model
@@ -283,6 +292,14 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
 
     plot_trajectory(traj, png, title=f"jaxse3 run {name}")
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
+    if args.animate:
+        from jaxse3.viz import animate_trajectory
+
+        t0 = time.perf_counter()
+        movie = os.path.join(args.out, f"{name}.{args.format}")
+        label = INPUT_LABELS.get(name, "input")
+        animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}")
+        print(f"wrote {movie} in {time.perf_counter() - t0:.1f} s")
     return 0
 
 

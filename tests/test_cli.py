@@ -94,6 +94,8 @@ def test_output_paths_are_checked_before_any_work(tmp_path, capsys):
         (["run", "lie-demo", "--t-final", "1"], "--t-final: not used by lie-demo"),
         (["run", "lie-demo", "--no-progress"], "--no-progress: not used by lie-demo"),
         (["run", "cdm", "--batch", "5"], "--batch: only for lie-demo"),
+        (["run", "lie-demo", "--animate"], "--animate: not used by lie-demo"),
+        (["run", "cdm", "--format", "gif"], "--format: an option of --animate"),
     ],
 )
 def test_options_of_another_example_are_refused(argv, message, capsys):
@@ -224,7 +226,11 @@ q0 = [0.3, 0.0, 0.0, 0.0, 0.0]
 """
     )
     out = tmp_path / "out"
-    assert cli.main(["run", str(model), "--t-final", "0.05", "--n-save", "3", "--no-progress", "--out", str(out)]) == 0
+    argv = ["run", str(model), "--t-final", "0.05", "--n-save", "3", "--no-progress", "--out", str(out)]
+    assert cli.main([*argv, "--animate", "--format", "gif"]) == 0
+    from PIL import Image
+
+    assert Image.open(out / "pendulum.gif").n_frames == 3  # one frame per saved time
     traj = Trajectory.load(str(out / "pendulum.npz"))
     assert traj.q.shape == (3, 5) and float(traj.t[-1]) == pytest.approx(0.05)  # the flag won over the file's 5 s
     np.testing.assert_allclose(traj.q[0], [0.3, 0, 0, 0, 0])

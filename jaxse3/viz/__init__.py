@@ -1,6 +1,16 @@
-"""Plots (matplotlib, the ``plot`` extra): rod shapes, tip paths, trajectory summaries, optimisation results."""
+"""Plots and animations (matplotlib): rod shapes, tip paths, trajectory summaries, optimisation results, MP4/GIF
+animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` extra's ffmpeg)."""
 
+from jaxse3.viz.animation import FORMATS, animate_trajectory, ffmpeg_executable
 from jaxse3.viz.optim import plot_solution
 from jaxse3.viz.rod import plot_shapes, plot_tip_path, plot_trajectory
 
-__all__ = ["plot_shapes", "plot_tip_path", "plot_trajectory", "plot_solution"]
+__all__ = [
+    "plot_shapes",
+    "plot_tip_path",
+    "plot_trajectory",
+    "plot_solution",
+    "animate_trajectory",
+    "ffmpeg_executable",
+    "FORMATS",
+]

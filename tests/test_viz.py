@@ -1,0 +1,61 @@
+"""Animations (:func:`jaxse3.viz.animate_trajectory`), rendered headless: the frames written are counted in the files
+themselves (Pillow for GIF, ffmpeg for MP4)."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from jaxse3.viz import animate_trajectory, ffmpeg_executable
+
+
+def _trajectory(n=12, inputs=2):
+    t = np.linspace(0.0, 1.0, n)
+    s = np.linspace(0.0, 0.5, 7)
+    bend = 0.8 * np.sin(2 * np.pi * t)[:, None] * s
+    points = np.stack([s * np.cos(bend), s * np.sin(bend), np.zeros_like(bend)], axis=-1)
+    u = np.stack([np.sin(k + t) for k in range(inputs)], axis=-1) if inputs else np.zeros((n, 0))
+    return types.SimpleNamespace(t=t, points=points, tip=points[:, -1], u=u)
+
+
+def test_a_gif_has_one_frame_per_saved_time(tmp_path):
+    from PIL import Image
+
+    path = animate_trajectory(_trajectory(12), tmp_path / "rod.gif", input_label="cable tension [N]", title="rod")
+    with Image.open(path) as im:
+        assert im.n_frames == 12 and im.size == (1000, 450)
+        frames = []
+        for k in (0, 6):
+            im.seek(k)
+            frames.append(np.asarray(im.convert("RGB"), dtype=float))
+    assert np.abs(frames[0] - frames[1]).mean() > 0.1  # the rod moved (and the cursor with it)
+
+
+def test_frames_are_capped_and_a_rod_without_inputs_shows_its_tip(tmp_path):
+    from PIL import Image
+
+    path = animate_trajectory(_trajectory(40, inputs=0), tmp_path / "rod.gif", max_frames=9, fps=5, dpi=40)
+    with Image.open(path) as im:
+        assert im.n_frames == 9 and im.size == (400, 180)
+
+
+@pytest.mark.skipif(ffmpeg_executable() is None, reason="no ffmpeg (pip install 'jaxse3[plot]')")
+def test_an_mp4_has_one_frame_per_saved_time(tmp_path):
+    import imageio_ffmpeg
+
+    path = animate_trajectory(_trajectory(10), tmp_path / "rod.mp4", fps=10)
+    frames, seconds = imageio_ffmpeg.count_frames_and_secs(path)
+    assert frames == 10 and seconds == pytest.approx(1.0)
+
+
+def test_bad_arguments_are_named(tmp_path):
+    with pytest.raises(ValueError, match=r"'path' must end in one of \.mp4, \.gif"):
+        animate_trajectory(_trajectory(), tmp_path / "rod.avi")
+    with pytest.raises(ValueError, match="'fps' must be a positive int"):
+        animate_trajectory(_trajectory(), tmp_path / "rod.gif", fps=0)
+    bad = _trajectory()
+    bad.tip = bad.tip[:, :2]
+    with pytest.raises(ValueError, match=r"needs t \(n,\), points \(n, n_points, 3\) and tip \(n, 3\)"):
+        animate_trajectory(bad, tmp_path / "rod.gif")
