@@ -44,7 +44,7 @@ def main(argv=None):
         f"final tip {np.round(np.asarray(traj.tip[-1]), 4)} m"
     )
     traj.save(os.path.join(a.out, "trajectory.npz"))
-    plot_trajectory(traj, os.path.join(a.out, "dynamics.png"), title="CDM, 10 s")
+    plot_trajectory(traj, os.path.join(a.out, "dynamics.png"), title="CDM, 10 s", input_label="cable tension [N]")
 
     u = jnp.asarray(np.random.default_rng(0).uniform(0.0, 100.0, size=(10, 5)))
     sol = solve_statics_batch(system, u, load_steps=2)

@@ -290,14 +290,14 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     traj.save(npz, metadata={"run": params})
     from jaxse3.viz import plot_trajectory
 
-    plot_trajectory(traj, png, title=f"jaxse3 run {name}")
+    label = INPUT_LABELS.get(name, "input")
+    plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label)
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
     if args.animate:
         from jaxse3.viz import animate_trajectory
 
         t0 = time.perf_counter()
         movie = os.path.join(args.out, f"{name}.{args.format}")
-        label = INPUT_LABELS.get(name, "input")
         animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}")
         print(f"wrote {movie} in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -3,12 +3,14 @@ animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` 
 
 from jaxse3.viz.animation import FORMATS, animate_trajectory, ffmpeg_executable
 from jaxse3.viz.optim import plot_solution
-from jaxse3.viz.rod import plot_shapes, plot_tip_path, plot_trajectory
+from jaxse3.viz.rod import plot_inputs, plot_shapes, plot_tip_path, plot_trajectory, trajectory_inputs
 
 __all__ = [
     "plot_shapes",
     "plot_tip_path",
     "plot_trajectory",
+    "plot_inputs",
+    "trajectory_inputs",
     "plot_solution",
     "animate_trajectory",
     "ffmpeg_executable",

@@ -26,7 +26,7 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxse3.viz.rod import _equal
+from jaxse3.viz.rod import _equal, plot_inputs, trajectory_inputs
 
 __all__ = ["animate_trajectory", "ffmpeg_executable", "FORMATS"]
 
@@ -104,10 +104,7 @@ def animate_trajectory(
             "animate_trajectory: 'trajectory' needs t (n,), points (n, n_points, 3) and tip (n, 3), got shapes "
             f"{t.shape}, {pts.shape}, {tip.shape}"
         )
-    u = getattr(trajectory, "u", None)
-    u = None if u is None else np.asarray(u, dtype=float).reshape(len(t), -1)
-    if u is not None and u.shape[1] == 0:
-        u = None
+    u = trajectory_inputs(trajectory)
     frames = np.unique(np.linspace(0, len(t) - 1, min(max_frames, len(t))).round().astype(int))
 
     fig = plt.figure(figsize=(10, 4.5), dpi=dpi)
@@ -120,14 +117,11 @@ def animate_trajectory(
     ax.legend(fontsize=7, loc="upper right")
     side = fig.add_subplot(1, 2, 2)
     if u is not None:
-        for k in range(u.shape[1]):
-            side.plot(t, u[:, k], lw=1.2, label=f"u{k + 1}")
-        side.set_ylabel(input_label)
+        plot_inputs(t, u, side, input_label)
     else:
         for k, name in enumerate("xyz"):
             side.plot(t, tip[:, k], lw=1.2, label=f"tip {name}")
-        side.set_ylabel("tip position [m]")
-    side.set_xlabel("t [s]"), side.grid(alpha=0.3), side.legend(fontsize=7, ncol=2)
+        side.set_xlabel("t [s]"), side.set_ylabel("tip position [m]"), side.grid(alpha=0.3), side.legend(fontsize=7)
     cursor = side.axvline(t[0], color="k", lw=1, animated=True)
     if title:
         fig.suptitle(title)

@@ -21,7 +21,7 @@ from jaxtyping import ArrayLike, Float
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d import Axes3D
 
-__all__ = ["plot_shapes", "plot_tip_path", "plot_trajectory"]
+__all__ = ["plot_shapes", "plot_tip_path", "plot_inputs", "plot_trajectory", "trajectory_inputs"]
 
 
 def _axes3d(ax):
@@ -86,23 +86,57 @@ def plot_tip_path(
     return ax
 
 
-def plot_trajectory(
-    trajectory: Any, path: str | os.PathLike | None = None, n_snapshots: int = 6, title: str = ""
-) -> Figure:
-    """Summary figure: 3-D shape snapshots with the tip path, and the tip coordinates against time.
+def plot_inputs(
+    t: Float[ArrayLike, " n"],
+    u: Float[ArrayLike, "n n_inputs"] | None,
+    ax: Any = None,
+    label: str = "input",
+) -> Any:
+    """The inputs ``u`` (n, n_inputs) against time, one line u1, u2, … per input, on ``ax`` (new axes if None); returns
+    the axes. ``label``: the y axis, e.g. "cable tension [N]"."""
+    t, u = np.asarray(t, dtype=float), np.asarray(u, dtype=float).reshape(len(t), -1)
+    ax = plt.figure(figsize=(5, 4)).add_subplot() if ax is None else ax
+    for k in range(u.shape[1]):
+        ax.plot(t, u[:, k], lw=1.2, label=f"u{k + 1}")
+    ax.set_xlabel("t [s]"), ax.set_ylabel(label), ax.grid(alpha=0.3), ax.legend(fontsize=7, ncol=2)
+    return ax
 
-    ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3). Saves a PNG to
-    ``path`` when given; returns the figure.
+
+def trajectory_inputs(trajectory: Any) -> np.ndarray | None:
+    """The inputs ``u`` (n, n_inputs) of a trajectory, or None when it has none."""
+    u = getattr(trajectory, "u", None)
+    if u is None:
+        return None
+    u = np.asarray(u, dtype=float).reshape(len(np.asarray(trajectory.t)), -1)
+    return u if u.shape[1] else None
+
+
+def plot_trajectory(
+    trajectory: Any,
+    path: str | os.PathLike | None = None,
+    n_snapshots: int = 6,
+    title: str = "",
+    input_label: str = "input",
+) -> Figure:
+    """Summary figure: 3-D shape snapshots with the tip path, the tip coordinates against time and, when the
+    trajectory has inputs, the inputs against time (``input_label`` on their axis, e.g. "cable tension [N]").
+
+    ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3) and optionally ``u``
+    (n, n_inputs). Saves a PNG to ``path`` when given; returns the figure.
     """
     t, pts, tip = (np.asarray(getattr(trajectory, k)) for k in ("t", "points", "tip"))
-    fig = plt.figure(figsize=(10, 4.5))
-    ax = fig.add_subplot(1, 2, 1, projection="3d")
+    u = trajectory_inputs(trajectory)
+    panels = 2 if u is None else 3
+    fig = plt.figure(figsize=(5 * panels, 4.5))
+    ax = fig.add_subplot(1, panels, 1, projection="3d")
     idx = np.linspace(0, len(t) - 1, n_snapshots).round().astype(int)
     plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx])
     plot_tip_path(tip, ax=ax)
     _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
-    ax2 = fig.add_subplot(1, 2, 2)
+    ax2 = fig.add_subplot(1, panels, 2)
     for k, name in enumerate("xyz"):
         ax2.plot(t, tip[:, k], label=f"tip {name}")
     ax2.set_xlabel("t [s]"), ax2.set_ylabel("tip position [m]"), ax2.legend(), ax2.grid(alpha=0.3)
+    if u is not None:
+        plot_inputs(t, u, fig.add_subplot(1, panels, 3), input_label)
     return finish(fig, title, path)
