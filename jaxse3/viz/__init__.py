@@ -1,9 +1,11 @@
 """Plots and animations (matplotlib): rod shapes, tip paths, trajectory summaries, optimisation results, MP4/GIF
-animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` extra's ffmpeg)."""
+animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` extra's ffmpeg) and an interactive
+3-D viewer in the browser (:class:`TrajectoryViewer`, the ``viewer`` extra)."""
 
 from jaxse3.viz.animation import FORMATS, animate_trajectory, ffmpeg_executable
 from jaxse3.viz.optim import plot_solution
 from jaxse3.viz.rod import plot_inputs, plot_shapes, plot_tip_path, plot_trajectory, trajectory_inputs
+from jaxse3.viz.viewer import TrajectoryViewer
 
 __all__ = [
     "plot_shapes",
@@ -15,4 +17,5 @@ __all__ = [
     "animate_trajectory",
     "ffmpeg_executable",
     "FORMATS",
+    "TrajectoryViewer",
 ]
