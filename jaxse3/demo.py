@@ -291,14 +291,17 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     from jaxse3.viz import plot_trajectory
 
     label = INPUT_LABELS.get(name, "input")
-    plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label)
+    params = system.params
+    linkage = params if hasattr(params, "links") else getattr(params, "linkage", None)
+    edges = None if linkage is None else linkage.edges  # a tree draws branch by branch
+    plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label, edges=edges)
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
     if args.animate:
         from jaxse3.viz import animate_trajectory
 
         t0 = time.perf_counter()
         movie = os.path.join(args.out, f"{name}.{args.format}")
-        animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}")
+        animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}", edges=edges)
         print(f"wrote {movie} in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -50,3 +50,15 @@ def test_bad_arguments_are_named(viewer):
     bad = types.SimpleNamespace(t=viewer.t, points=viewer.points[:, :, :2], tip=viewer.tip)
     with pytest.raises(ValueError, match="needs t"):
         TrajectoryViewer(bad, port=_free_port())
+
+
+def test_edges_choose_the_segments(viewer):
+    edges = [(0, 1), (0, 3), (3, 4)]
+    v = TrajectoryViewer(viewer, port=_free_port(), edges=edges)
+    try:
+        v.show(4)
+        np.testing.assert_allclose(v._rod.points, v.points[4][np.array(edges)], atol=1e-6)
+        with pytest.raises(ValueError, match="'edges' must index the 5 points"):
+            TrajectoryViewer(viewer, port=_free_port(), edges=[(0, 5)])
+    finally:
+        v.close()

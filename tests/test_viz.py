@@ -59,3 +59,49 @@ def test_bad_arguments_are_named(tmp_path):
     bad.tip = bad.tip[:, :2]
     with pytest.raises(ValueError, match=r"needs t \(n,\), points \(n, n_points, 3\) and tip \(n, 3\)"):
         animate_trajectory(bad, tmp_path / "rod.gif")
+
+
+def test_a_tree_draws_along_its_edges():
+    """A linkage's points join along its edges: the branches of a tree are not joined to each other (NaN gaps)."""
+    from jaxse3 import linkage as lk
+    from jaxse3.viz import polylines
+
+    tree = lk.from_toml(
+        """
+[[link]]
+name = "body"
+joint = "fixed"
+mass = 1.0
+inertia = [0.1, 0.1, 0.1]
+"""
+        + "".join(
+            f"""
+[[link]]
+name = "arm{k}"
+parent = "body"
+joint = "soft"
+position = [0.0, {0.1 * k}, 0.0]
+[link.rod]
+length = 0.2
+radius = 0.01
+young = 1e5
+density = 1000.0
+order = 1
+"""
+            for k in (1, 2)
+        )
+    )
+    n = tree.links[1].n_points  # each arm: 4 points after the body's one
+    assert tree.edges == (
+        (0, 1),
+        *((1 + k, 2 + k) for k in range(n - 1)),
+        (0, 1 + n),
+        *((1 + n + k, 2 + n + k) for k in range(n - 1)),
+    )
+    pts = np.arange(3 * tree.n_points, dtype=float).reshape(tree.n_points, 3)
+    lines = polylines(pts[None], tree.edges)
+    assert lines.shape == (1, 3 * len(tree.edges), 3)
+    np.testing.assert_array_equal(lines[0, 3 * n : 3 * n + 2], pts[[0, 1 + n]])  # the second arm starts at the body
+    assert np.isnan(lines[0, 2::3]).all()
+    with pytest.raises(ValueError, match="'edges' must index the"):
+        polylines(pts, [(0, tree.n_points)])

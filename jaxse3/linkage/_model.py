@@ -444,6 +444,18 @@ class Linkage(eqx.Module):
         """Number of computational points of all links."""
         return sum(link.n_points for link in self.links)
 
+    @property
+    def edges(self) -> tuple[tuple[int, int], ...]:
+        """The pairs of point indices (into the arrays of all points) that draw the linkage: consecutive points of each
+        link, and each child's first point joined to its parent's end (the fixed placement between them)."""
+        edges = []
+        for i, link in enumerate(self.links):
+            first = self.point_index[i]
+            if self.parents[i] >= 0:
+                edges.append((self.point_index[self.parents[i]] + self.links[self.parents[i]].n_points - 1, first))
+            edges.extend((first + k, first + k + 1) for k in range(link.n_points - 1))
+        return tuple(edges)
+
     def index(self, name: str) -> int:
         """The position of the link ``name``."""
         try:

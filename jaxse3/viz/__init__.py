@@ -4,7 +4,7 @@ animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` 
 
 from jaxse3.viz.animation import FORMATS, animate_trajectory, ffmpeg_executable
 from jaxse3.viz.optim import plot_solution
-from jaxse3.viz.rod import plot_inputs, plot_shapes, plot_tip_path, plot_trajectory, trajectory_inputs
+from jaxse3.viz.rod import plot_inputs, plot_shapes, plot_tip_path, plot_trajectory, polylines, trajectory_inputs
 from jaxse3.viz.viewer import TrajectoryViewer
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "plot_trajectory",
     "plot_inputs",
     "trajectory_inputs",
+    "polylines",
     "plot_solution",
     "animate_trajectory",
     "ffmpeg_executable",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import matplotlib
@@ -26,7 +26,7 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxse3.viz.rod import _equal, plot_inputs, trajectory_inputs
+from jaxse3.viz.rod import _equal, plot_inputs, polylines, trajectory_inputs
 
 __all__ = ["animate_trajectory", "ffmpeg_executable", "FORMATS"]
 
@@ -85,13 +85,15 @@ def animate_trajectory(
     input_label: str = "input",
     title: str = "",
     dpi: int = 100,
+    edges: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """Write an animation of ``trajectory`` to ``path`` (``.mp4`` or ``.gif``) and return the path.
 
     Left, in 3-D with equal axes in metres: the centrelines at each saved time (the base ■, the points joined), the tip
     path up to that time and the time. Right: the inputs ``u`` against time (``input_label``, e.g. "cable tension
     [N]"; one line per input) with a cursor at the frame's time, or the tip coordinates when there are no inputs. At
-    most ``max_frames`` frames, evenly spaced over the saved times, shown at ``fps`` frames per second.
+    most ``max_frames`` frames, evenly spaced over the saved times, shown at ``fps`` frames per second. ``edges``:
+    how to join the points (a linkage's :attr:`~jaxse3.linkage.Linkage.edges`), default one chain.
     """
     path = os.fspath(path)
     for name, value in (("fps", fps), ("max_frames", max_frames), ("dpi", dpi)):
@@ -105,13 +107,14 @@ def animate_trajectory(
             f"{t.shape}, {pts.shape}, {tip.shape}"
         )
     u = trajectory_inputs(trajectory)
+    shapes = polylines(pts, edges)
     frames = np.unique(np.linspace(0, len(t) - 1, min(max_frames, len(t))).round().astype(int))
 
     fig = plt.figure(figsize=(10, 4.5), dpi=dpi)
     ax = fig.add_subplot(1, 2, 1, projection="3d")
     _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
     ax.scatter(*pts[0, 0], color="k", marker="s", s=20, label="base")
-    (line,) = ax.plot(*pts[0].T, "-o", color="tab:blue", ms=2, lw=1.5, label="centreline", animated=True)
+    (line,) = ax.plot(*shapes[0].T, "-o", color="tab:blue", ms=2, lw=1.5, label="centreline", animated=True)
     (trace,) = ax.plot(*tip[:1].T, color="tab:red", lw=1, label="tip path", animated=True)
     clock = ax.text2D(0.02, 0.95, "", transform=ax.transAxes, animated=True)
     ax.legend(fontsize=7, loc="upper right")
@@ -133,7 +136,7 @@ def animate_trajectory(
 
     def render(i: int) -> np.ndarray:
         canvas.restore_region(background)
-        line.set_data_3d(*pts[i].T)
+        line.set_data_3d(*shapes[i].T)
         trace.set_data_3d(*tip[: i + 1].T)
         clock.set_text(f"t = {t[i]:.2f} s")
         cursor.set_xdata([t[i], t[i]])

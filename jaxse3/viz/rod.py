@@ -21,7 +21,7 @@ from jaxtyping import ArrayLike, Float
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d import Axes3D
 
-__all__ = ["plot_shapes", "plot_tip_path", "plot_inputs", "plot_trajectory", "trajectory_inputs"]
+__all__ = ["plot_shapes", "plot_tip_path", "plot_inputs", "plot_trajectory", "trajectory_inputs", "polylines"]
 
 
 def _axes3d(ax):
@@ -49,21 +49,37 @@ def finish(fig: Figure, title: str, path: str | os.PathLike | None) -> Figure:
     return fig
 
 
+def polylines(points: Float[ArrayLike, "*k n_points 3"], edges: Sequence[tuple[int, int]] | None) -> np.ndarray:
+    """The points to draw as one line: ``points`` themselves (one chain) when ``edges`` is None, else each edge (a, b)
+    as (p_a, p_b, NaN), so that a tree (a linkage's :attr:`~jaxse3.linkage.Linkage.edges`) draws without joining its
+    branches; shape ``(*k, m, 3)``."""
+    pts = np.asarray(points, dtype=float)
+    if edges is None:
+        return pts
+    e = np.asarray(edges, dtype=int).reshape(-1, 2)
+    if e.size and (e.min() < 0 or e.max() >= pts.shape[-2]):
+        raise ValueError(f"'edges' must index the {pts.shape[-2]} points, got indices up to {e.max()}")
+    gap = np.full(pts.shape[:-2] + (len(e), 1, 3), np.nan)
+    segments = np.concatenate([pts[..., e[:, 0], None, :], pts[..., e[:, 1], None, :], gap], axis=-2)
+    return segments.reshape(pts.shape[:-2] + (3 * len(e), 3))
+
+
 def plot_shapes(
     points: Float[ArrayLike, "*k n_points 3"],
     ax: Axes3D | None = None,
     labels: Sequence[str] | None = None,
     cmap: str = "viridis",
+    edges: Sequence[tuple[int, int]] | None = None,
 ) -> Axes3D:
-    """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points; returns the
-    axes."""
+    """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points, or along
+    ``edges`` (pairs of point indices, e.g. a linkage's :attr:`~jaxse3.linkage.Linkage.edges`); returns the axes."""
     pts = np.asarray(points, dtype=float)
     pts = pts[None] if pts.ndim == 2 else pts
     if pts.ndim != 3 or pts.shape[-1] != 3:
         raise ValueError(f"plot_shapes: points must have shape (k, n_points, 3), got {np.shape(points)}")
     ax = _axes3d(ax)
     colors = plt.get_cmap(cmap)(np.linspace(0, 1, len(pts)))
-    for i, (p, c) in enumerate(zip(pts, colors)):
+    for i, (p, c) in enumerate(zip(polylines(pts, edges), colors)):
         ax.plot(p[:, 0], p[:, 1], p[:, 2], "-o", color=c, ms=2, label=None if labels is None else labels[i])
     ax.scatter(*pts[0, 0], color="k", marker="s", s=20)  # the base
     _equal(ax, pts)
@@ -117,9 +133,11 @@ def plot_trajectory(
     n_snapshots: int = 6,
     title: str = "",
     input_label: str = "input",
+    edges: Sequence[tuple[int, int]] | None = None,
 ) -> Figure:
     """Summary figure: 3-D shape snapshots with the tip path, the tip coordinates against time and, when the
     trajectory has inputs, the inputs against time (``input_label`` on their axis, e.g. "cable tension [N]").
+    ``edges``: how to join the points (:func:`plot_shapes`; a linkage's ``edges``), default one chain.
 
     ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3) and optionally ``u``
     (n, n_inputs). Saves a PNG to ``path`` when given; returns the figure.
@@ -130,7 +148,7 @@ def plot_trajectory(
     fig = plt.figure(figsize=(5 * panels, 4.5))
     ax = fig.add_subplot(1, panels, 1, projection="3d")
     idx = np.linspace(0, len(t) - 1, n_snapshots).round().astype(int)
-    plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx])
+    plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx], edges=edges)
     plot_tip_path(tip, ax=ax)
     _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
     ax2 = fig.add_subplot(1, panels, 2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,11 @@ def _viser() -> Any:
     return viser
 
 
-def _segments(points: np.ndarray) -> np.ndarray:
-    """A polyline (k, 3) as its k − 1 segments (k − 1, 2, 3)."""
-    return np.stack([points[:-1], points[1:]], axis=1).astype(np.float32)
+def _segments(points: np.ndarray, edges: np.ndarray | None = None) -> np.ndarray:
+    """The segments (m, 2, 3) of a polyline (k, 3) (its k − 1 consecutive pairs) or of ``edges`` (m, 2)."""
+    if edges is None:
+        return np.stack([points[:-1], points[1:]], axis=1).astype(np.float32)
+    return points[edges].astype(np.float32)
 
 
 class TrajectoryViewer:
@@ -43,9 +46,18 @@ class TrajectoryViewer:
         host, port: where to serve the page (default http://127.0.0.1:8080; a busy port is replaced by the next free
             one).
         thickness: the centreline's width in metres (default 1 % of the motion's extent).
+        edges: how to join the points (pairs of point indices, e.g. a linkage's
+            :attr:`~jaxse3.linkage.Linkage.edges`), default one chain.
     """
 
-    def __init__(self, trajectory: Any, host: str = "127.0.0.1", port: int = 8080, thickness: float | None = None):
+    def __init__(
+        self,
+        trajectory: Any,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        thickness: float | None = None,
+        edges: Sequence[tuple[int, int]] | None = None,
+    ):
         viser = _viser()
         arrays = (np.asarray(getattr(trajectory, k), dtype=float) for k in ("t", "points", "tip"))
         self.t, self.points, self.tip = arrays
@@ -55,6 +67,9 @@ class TrajectoryViewer:
                 "TrajectoryViewer: 'trajectory' needs t (n,), points (n, n_points, 3) and tip (n, 3), got shapes "
                 f"{self.t.shape}, {self.points.shape}, {self.tip.shape}"
             )
+        self.edges = None if edges is None else np.asarray(edges, dtype=int).reshape(-1, 2)
+        if self.edges is not None and (self.edges.min() < 0 or self.edges.max() >= self.points.shape[1]):
+            raise ValueError(f"TrajectoryViewer: 'edges' must index the {self.points.shape[1]} points")
         extent = float(np.ptp(self.points.reshape(-1, 3), axis=0).max()) or 1.0
         self._thickness = 0.01 * extent if thickness is None else float(thickness)
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
@@ -65,7 +80,7 @@ class TrajectoryViewer:
             path = _segments(self.tip)
             scene.add_line_segments("/tip_path", path, colors=(214, 39, 40), thickness=self._thickness / 3)
         self._rod = scene.add_line_segments(
-            "/centreline", _segments(self.points[0]), colors=(31, 119, 180), thickness=self._thickness
+            "/centreline", _segments(self.points[0], self.edges), colors=(31, 119, 180), thickness=self._thickness
         )
         self.clock = gui.add_markdown("")
         self.slider = gui.add_slider("time step", min=0, max=max(n - 1, 1), step=1, initial_value=0)
@@ -86,7 +101,7 @@ class TrajectoryViewer:
         """Show the saved time ``k`` (0 ≤ k < n)."""
         if not 0 <= k < len(self.t):
             raise ValueError(f"TrajectoryViewer.show: 'k' must lie in [0, {len(self.t)}), got {k}")
-        self._rod.points = _segments(self.points[k])
+        self._rod.points = _segments(self.points[k], self.edges)
         self.clock.content = f"t = {self.t[k]:.3f} s"
         self.frame = k
 
