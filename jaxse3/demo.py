@@ -196,6 +196,18 @@ def _scenario(name: str):
     return system, inputs, f"{what}; {rod.n_dof} DoF, {rod.n_points} points, {rod.n_tendons} cables", {}, None
 
 
+def _body_boxes(linkage, q) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rigid bodies of ``linkage`` as boxes at the saved configurations ``q`` (n, nq): (poses (n, n_b, 4, 4),
+    half extents (n_b, 3)) (:meth:`~jaxse3.linkage.Linkage.inertia_boxes`), or None without massive rigid bodies."""
+    from jaxse3 import linkage as lk
+
+    points, placements, halves = linkage.inertia_boxes()
+    if not len(points):
+        return None
+    frames = np.asarray(jax.jit(jax.vmap(lambda x: lk.forward_kinematics(linkage, x)[points]))(q))
+    return frames @ placements, halves
+
+
 #: what the inputs of the built-in examples are, for the animations' input panel
 INPUT_LABELS = {
     "cdm": "cable tension [N]",
@@ -294,14 +306,15 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     params = system.params
     linkage = params if hasattr(params, "links") else getattr(params, "linkage", None)
     edges = None if linkage is None else linkage.edges  # a tree draws branch by branch
-    plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label, edges=edges)
+    boxes = None if linkage is None else _body_boxes(linkage, traj.q)
+    plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label, edges=edges, boxes=boxes)
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
     if args.animate:
         from jaxse3.viz import animate_trajectory
 
         t0 = time.perf_counter()
         movie = os.path.join(args.out, f"{name}.{args.format}")
-        animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}", edges=edges)
+        animate_trajectory(traj, movie, input_label=label, title=f"jaxse3 run {name}", edges=edges, boxes=boxes)
         print(f"wrote {movie} in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -62,3 +62,16 @@ def test_edges_choose_the_segments(viewer):
             TrajectoryViewer(viewer, port=_free_port(), edges=[(0, 5)])
     finally:
         v.close()
+
+
+def test_boxes_move_with_the_time(viewer):
+    n = len(viewer.t)
+    poses = np.tile(np.eye(4), (n, 1, 1, 1))
+    poses[:, 0, :3, 3] = viewer.tip
+    v = TrajectoryViewer(viewer, port=_free_port(), boxes=(poses, np.array([[0.02, 0.01, 0.01]])))
+    try:
+        v.show(3)
+        assert v._bodies.points.shape == (12, 2, 3)
+        np.testing.assert_allclose(v._bodies.points.reshape(-1, 3).mean(axis=0), viewer.tip[3], atol=1e-6)
+    finally:
+        v.close()

@@ -105,3 +105,44 @@ order = 1
     assert np.isnan(lines[0, 2::3]).all()
     with pytest.raises(ValueError, match="'edges' must index the"):
         polylines(pts, [(0, tree.n_points)])
+
+
+def test_a_rigid_body_draws_as_its_equivalent_inertia_box():
+    """A cuboid (sides 0.3, 0.2, 0.1 m, 2 kg) placed off the link frame and turned: the equivalent inertia box is the
+    cuboid itself, at its centre along its axes; its wireframe's corners are the cuboid's."""
+    from jaxse3 import linkage as lk, rigid, se3
+    from jaxse3.viz import box_lines
+
+    m, sides = 2.0, np.array([0.3, 0.2, 0.1])
+    R = np.asarray(se3.exp(np.array([0.3, -0.4, 0.5, 0, 0, 0])))[:3, :3]
+    c = np.array([0.1, -0.05, 0.2])
+    I_c = R @ np.diag(m * (np.sum(sides**2) - sides**2) / 12) @ R.T  # a cuboid about its centre
+    body = lk.Link.rigid("box", None, "revolute", rigid.spatial_inertia(m, c, I_c), axis=(0, 0, 1, 0, 0, 0))
+    hinge = lk.Link.rigid("hinge", "box", "revolute", np.zeros((6, 6)), axis=(0, 0, 1, 0, 0, 0))
+    points, placements, halves = lk.Linkage([body, hinge]).inertia_boxes()
+    assert points.tolist() == [0]  # the massless hinge draws as a point, not a box
+    order = np.argsort(halves[0])[::-1]
+    np.testing.assert_allclose(halves[0][order], sides / 2, rtol=1e-12)
+    np.testing.assert_allclose(placements[0, :3, 3], c, atol=1e-15)
+    axes = placements[0, :3, :3][:, order]  # the box's axes are the cuboid's, up to sign
+    np.testing.assert_allclose(np.abs(axes.T @ R), np.eye(3), atol=1e-12)
+    assert np.linalg.det(placements[0, :3, :3]) > 0
+    lines = box_lines(placements[None], halves)  # (1, 36, 3): 12 edges of 0.3, 0.2 or 0.1 m
+    lengths = np.linalg.norm(lines[0, 1::3] - lines[0, 0::3], axis=-1)
+    np.testing.assert_allclose(np.sort(lengths), np.repeat(np.sort(sides), 4), rtol=1e-12)
+
+
+def test_figures_and_animations_draw_boxes(tmp_path):
+    traj = _trajectory(6)
+    poses = np.tile(np.eye(4), (6, 1, 1, 1))
+    poses[:, 0, :3, 3] = traj.tip
+    boxes = (poses, np.array([[0.02, 0.01, 0.01]]))
+    from PIL import Image
+
+    from jaxse3.viz import plot_trajectory
+
+    fig = plot_trajectory(traj, tmp_path / "f.png", n_snapshots=3, boxes=boxes)
+    assert len(fig.axes[0].lines) >= 3 + 3 + 1  # shapes, their boxes, the tip path
+    path = animate_trajectory(traj, tmp_path / "b.gif", boxes=boxes, dpi=40)
+    with Image.open(path) as im:
+        assert im.n_frames == 6

@@ -456,6 +456,33 @@ class Linkage(eqx.Module):
             edges.extend((first + k, first + k + 1) for k in range(link.n_points - 1))
         return tuple(edges)
 
+    def inertia_boxes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Boxes that draw the rigid bodies: each massive rigid link's box of equal mass and inertia (the equivalent
+        inertia box, as MuJoCo and Pinocchio show bodies without geometry), centred at its centre of mass along its
+        principal axes. From the spatial inertia [[I_o, m c̃], [m c̃ᵀ, m 1]]: I_c = I_o − m c̃c̃ᵀ = R diag(λ) Rᵀ, and the
+        box's sides a_i = √(6(λ_j + λ_k − λ_i)/m).
+
+        Returns ``(points, placements, half_extents)``: the point index of each body's link frame (n_b,), the box's
+        pose in that frame (n_b, 4, 4) and its half sides (n_b, 3) (zero where a body is a rod or a point)."""
+        points, placements, halves = [], [], []
+        for i, link in enumerate(self.links):
+            if link.joint == "soft":
+                continue
+            inertia = np.asarray(link.body, dtype=float)
+            m = inertia[3, 3]
+            if m <= 0:
+                continue
+            C = inertia[:3, 3:] / m
+            c = np.array([C[2, 1], C[0, 2], C[1, 0]])
+            lam, R = np.linalg.eigh(inertia[:3, :3] - m * C @ C.T)
+            if np.linalg.det(R) < 0:
+                R[:, 0] = -R[:, 0]
+            sides = np.sqrt(np.maximum(6 * (lam.sum() - 2 * lam) / m, 0.0))
+            place = np.eye(4)
+            place[:3, :3], place[:3, 3] = R, c
+            points.append(self.point_index[i]), placements.append(place), halves.append(sides / 2)
+        return np.asarray(points, dtype=int), np.reshape(placements, (-1, 4, 4)), np.reshape(halves, (-1, 3))
+
     def index(self, name: str) -> int:
         """The position of the link ``name``."""
         try:

@@ -4,7 +4,15 @@ animations of simulations (:func:`animate_trajectory`; MP4 through the ``plot`` 
 
 from jaxse3.viz.animation import FORMATS, animate_trajectory, ffmpeg_executable
 from jaxse3.viz.optim import plot_solution
-from jaxse3.viz.rod import plot_inputs, plot_shapes, plot_tip_path, plot_trajectory, polylines, trajectory_inputs
+from jaxse3.viz.rod import (
+    box_lines,
+    plot_inputs,
+    plot_shapes,
+    plot_tip_path,
+    plot_trajectory,
+    polylines,
+    trajectory_inputs,
+)
 from jaxse3.viz.viewer import TrajectoryViewer
 
 __all__ = [
@@ -14,6 +22,7 @@ __all__ = [
     "plot_inputs",
     "trajectory_inputs",
     "polylines",
+    "box_lines",
     "plot_solution",
     "animate_trajectory",
     "ffmpeg_executable",

@@ -26,7 +26,7 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxse3.viz.rod import _equal, plot_inputs, polylines, trajectory_inputs
+from jaxse3.viz.rod import _equal, box_lines, plot_inputs, polylines, trajectory_inputs
 
 __all__ = ["animate_trajectory", "ffmpeg_executable", "FORMATS"]
 
@@ -86,6 +86,7 @@ def animate_trajectory(
     title: str = "",
     dpi: int = 100,
     edges: Sequence[tuple[int, int]] | None = None,
+    boxes: tuple[Any, Any] | None = None,
 ) -> str:
     """Write an animation of ``trajectory`` to ``path`` (``.mp4`` or ``.gif``) and return the path.
 
@@ -93,7 +94,8 @@ def animate_trajectory(
     path up to that time and the time. Right: the inputs ``u`` against time (``input_label``, e.g. "cable tension
     [N]"; one line per input) with a cursor at the frame's time, or the tip coordinates when there are no inputs. At
     most ``max_frames`` frames, evenly spaced over the saved times, shown at ``fps`` frames per second. ``edges``:
-    how to join the points (a linkage's :attr:`~jaxse3.linkage.Linkage.edges`), default one chain.
+    how to join the points (a linkage's :attr:`~jaxse3.linkage.Linkage.edges`), default one chain; ``boxes``: rigid
+    bodies as (poses (n, n_b, 4, 4) at the saved times, half extents (n_b, 3)) (:func:`~jaxse3.viz.box_lines`).
     """
     path = os.fspath(path)
     for name, value in (("fps", fps), ("max_frames", max_frames), ("dpi", dpi)):
@@ -108,6 +110,7 @@ def animate_trajectory(
         )
     u = trajectory_inputs(trajectory)
     shapes = polylines(pts, edges)
+    bodies = None if boxes is None else box_lines(np.asarray(boxes[0]).reshape(len(t), -1, 4, 4), boxes[1])
     frames = np.unique(np.linspace(0, len(t) - 1, min(max_frames, len(t))).round().astype(int))
 
     fig = plt.figure(figsize=(10, 4.5), dpi=dpi)
@@ -117,6 +120,9 @@ def animate_trajectory(
     (line,) = ax.plot(*shapes[0].T, "-o", color="tab:blue", ms=2, lw=1.5, label="centreline", animated=True)
     (trace,) = ax.plot(*tip[:1].T, color="tab:red", lw=1, label="tip path", animated=True)
     clock = ax.text2D(0.02, 0.95, "", transform=ax.transAxes, animated=True)
+    moving = [line, trace, clock]
+    if bodies is not None:
+        moving.append(ax.plot(*bodies[0].T, color="tab:gray", lw=1, label="rigid bodies", animated=True)[0])
     ax.legend(fontsize=7, loc="upper right")
     side = fig.add_subplot(1, 2, 2)
     if u is not None:
@@ -140,7 +146,9 @@ def animate_trajectory(
         trace.set_data_3d(*tip[: i + 1].T)
         clock.set_text(f"t = {t[i]:.2f} s")
         cursor.set_xdata([t[i], t[i]])
-        for artist in (line, trace, clock):
+        if bodies is not None:
+            moving[-1].set_data_3d(*bodies[i].T)
+        for artist in moving:
             ax.draw_artist(artist)
         side.draw_artist(cursor)
         canvas.blit(fig.bbox)

@@ -21,7 +21,15 @@ from jaxtyping import ArrayLike, Float
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d import Axes3D
 
-__all__ = ["plot_shapes", "plot_tip_path", "plot_inputs", "plot_trajectory", "trajectory_inputs", "polylines"]
+__all__ = [
+    "plot_shapes",
+    "plot_tip_path",
+    "plot_inputs",
+    "plot_trajectory",
+    "trajectory_inputs",
+    "polylines",
+    "box_lines",
+]
 
 
 def _axes3d(ax):
@@ -64,15 +72,38 @@ def polylines(points: Float[ArrayLike, "*k n_points 3"], edges: Sequence[tuple[i
     return segments.reshape(pts.shape[:-2] + (3 * len(e), 3))
 
 
+_CORNERS = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+_BOX_EDGES = [(a, b) for a in range(8) for b in range(a + 1, 8) if np.sum(_CORNERS[a] != _CORNERS[b]) == 1]
+
+
+def box_lines(poses: Float[ArrayLike, "*k n_b 4 4"], half_extents: Float[ArrayLike, "n_b 3"]) -> np.ndarray:
+    """The 12 edges of boxes (half sides ``half_extents``, at ``poses`` in the world) as one line with NaN gaps
+    (:func:`polylines`), shape ``(*k, 36 n_b, 3)``; e.g. a linkage's rigid bodies
+    (:meth:`~jaxse3.linkage.Linkage.inertia_boxes`)."""
+    g, half = np.asarray(poses, dtype=float), np.asarray(half_extents, dtype=float)
+    if g.shape[-2:] != (4, 4) or half.shape != g.shape[-3:-2] + (3,):
+        raise ValueError(
+            f"'boxes': poses (..., n_b, 4, 4) and half extents (n_b, 3) expected, got {g.shape}, {half.shape}"
+        )
+    local = _CORNERS * half[:, None, :]  # (n_b, 8, 3)
+    corners = np.einsum("...bij,bcj->...bci", g[..., :3, :3], local) + g[..., None, :3, 3]
+    n_b = half.shape[0]
+    edges = [(8 * b + i, 8 * b + j) for b in range(n_b) for i, j in _BOX_EDGES]
+    return polylines(corners.reshape(g.shape[:-3] + (8 * n_b, 3)), edges)
+
+
 def plot_shapes(
     points: Float[ArrayLike, "*k n_points 3"],
     ax: Axes3D | None = None,
     labels: Sequence[str] | None = None,
     cmap: str = "viridis",
     edges: Sequence[tuple[int, int]] | None = None,
+    boxes: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> Axes3D:
     """Centrelines ``points`` (k, n_points, 3) (or one (n_points, 3)) as lines through their points, or along
-    ``edges`` (pairs of point indices, e.g. a linkage's :attr:`~jaxse3.linkage.Linkage.edges`); returns the axes."""
+    ``edges`` (pairs of point indices, e.g. a linkage's :attr:`~jaxse3.linkage.Linkage.edges`), with rigid bodies as
+    the wireframes of ``boxes`` = (poses (k, n_b, 4, 4), half extents (n_b, 3)) (:func:`box_lines`); returns the
+    axes."""
     pts = np.asarray(points, dtype=float)
     pts = pts[None] if pts.ndim == 2 else pts
     if pts.ndim != 3 or pts.shape[-1] != 3:
@@ -81,6 +112,10 @@ def plot_shapes(
     colors = plt.get_cmap(cmap)(np.linspace(0, 1, len(pts)))
     for i, (p, c) in enumerate(zip(polylines(pts, edges), colors)):
         ax.plot(p[:, 0], p[:, 1], p[:, 2], "-o", color=c, ms=2, label=None if labels is None else labels[i])
+    if boxes is not None:
+        poses = np.asarray(boxes[0], dtype=float).reshape((len(pts), -1, 4, 4))
+        for p, c in zip(box_lines(poses, boxes[1]), colors):
+            ax.plot(p[:, 0], p[:, 1], p[:, 2], "-", color=c, lw=0.8)
     ax.scatter(*pts[0, 0], color="k", marker="s", s=20)  # the base
     _equal(ax, pts)
     if labels is not None:
@@ -134,10 +169,12 @@ def plot_trajectory(
     title: str = "",
     input_label: str = "input",
     edges: Sequence[tuple[int, int]] | None = None,
+    boxes: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> Figure:
     """Summary figure: 3-D shape snapshots with the tip path, the tip coordinates against time and, when the
     trajectory has inputs, the inputs against time (``input_label`` on their axis, e.g. "cable tension [N]").
-    ``edges``: how to join the points (:func:`plot_shapes`; a linkage's ``edges``), default one chain.
+    ``edges``: how to join the points (:func:`plot_shapes`; a linkage's ``edges``), default one chain; ``boxes``:
+    rigid bodies as (poses (n, n_b, 4, 4) at the saved times, half extents (n_b, 3)) (:func:`box_lines`).
 
     ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3) and optionally ``u``
     (n, n_inputs). Saves a PNG to ``path`` when given; returns the figure.
@@ -148,7 +185,8 @@ def plot_trajectory(
     fig = plt.figure(figsize=(5 * panels, 4.5))
     ax = fig.add_subplot(1, panels, 1, projection="3d")
     idx = np.linspace(0, len(t) - 1, n_snapshots).round().astype(int)
-    plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx], edges=edges)
+    snapshot_boxes = None if boxes is None else (np.asarray(boxes[0])[idx], boxes[1])
+    plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx], edges=edges, boxes=snapshot_boxes)
     plot_tip_path(tip, ax=ax)
     _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
     ax2 = fig.add_subplot(1, panels, 2)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxse3.viz.rod import box_lines
+
 __all__ = ["TrajectoryViewer"]
 
 
@@ -48,6 +50,8 @@ class TrajectoryViewer:
         thickness: the centreline's width in metres (default 1 % of the motion's extent).
         edges: how to join the points (pairs of point indices, e.g. a linkage's
             :attr:`~jaxse3.linkage.Linkage.edges`), default one chain.
+        boxes: rigid bodies as (poses (n, n_b, 4, 4) at the saved times, half extents (n_b, 3)), drawn as wireframes
+            (:func:`~jaxse3.viz.box_lines`; a linkage's :meth:`~jaxse3.linkage.Linkage.inertia_boxes`).
     """
 
     def __init__(
@@ -57,6 +61,7 @@ class TrajectoryViewer:
         port: int = 8080,
         thickness: float | None = None,
         edges: Sequence[tuple[int, int]] | None = None,
+        boxes: tuple[Any, Any] | None = None,
     ):
         viser = _viser()
         arrays = (np.asarray(getattr(trajectory, k), dtype=float) for k in ("t", "points", "tip"))
@@ -82,6 +87,13 @@ class TrajectoryViewer:
         self._rod = scene.add_line_segments(
             "/centreline", _segments(self.points[0], self.edges), colors=(31, 119, 180), thickness=self._thickness
         )
+        self._bodies = None
+        if boxes is not None:  # each box's 12 edges, from its wireframe line (p_a, p_b, NaN per edge)
+            lines = box_lines(np.asarray(boxes[0]).reshape(n, -1, 4, 4), boxes[1])
+            self._box_segments = lines.reshape(n, -1, 3, 3)[:, :, :2].astype(np.float32)
+            self._bodies = scene.add_line_segments(
+                "/bodies", self._box_segments[0], colors=(90, 90, 90), thickness=self._thickness / 2
+            )
         self.clock = gui.add_markdown("")
         self.slider = gui.add_slider("time step", min=0, max=max(n - 1, 1), step=1, initial_value=0)
         self.slider.on_update(lambda _: self.show(int(self.slider.value)))
@@ -102,6 +114,8 @@ class TrajectoryViewer:
         if not 0 <= k < len(self.t):
             raise ValueError(f"TrajectoryViewer.show: 'k' must lie in [0, {len(self.t)}), got {k}")
         self._rod.points = _segments(self.points[k], self.edges)
+        if self._bodies is not None:
+            self._bodies.points = self._box_segments[k]
         self.clock.content = f"t = {self.t[k]:.3f} s"
         self.frame = k
 
