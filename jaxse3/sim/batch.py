@@ -4,16 +4,26 @@ A batch varies any of: the inputs (a :class:`~jaxse3.sim.system.SampledInput` or
 leading batch axis, or an (B, n_inputs) array of constant inputs), the system parameters (a :class:`System` whose
 parameter arrays have a leading batch axis — build it with :func:`stack`), the initial state. Arguments given
 unbatched are shared. The results carry the batch axis in front of every field.
+
+**Devices.** With several devices (GPUs, or CPU devices forced by ``XLA_FLAGS=--xla_force_host_platform_device_count``)
+a batch is split over them (``devices``; by default every local device): the batch, padded by repeating its last
+member to a multiple of the device count, is sharded along its batch axis over a one-axis mesh, and XLA partitions
+the vmapped or chunked program member-wise (``jax.sharding``: computation follows the data). Under one ``vmap`` an
+adaptive solver's step loop runs until the slowest member is done, on every device (its exit test is reduced over
+the devices); chunks (``chunk_size``) keep a device's loops to its own members. Results are those of one device, to
+round-off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
 from jaxse3._compile import Compiled
@@ -45,6 +55,7 @@ def simulate_batch(
     q0: Float[ArrayLike, "*b n_dof"] | None = None,
     batch_q0: bool = False,
     chunk_size: int | None = None,
+    devices: int | Sequence[jax.Device] | None = None,
     **kwargs: Any,
 ) -> Trajectory:
     """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
@@ -62,9 +73,13 @@ def simulate_batch(
             a chunk (``None``: of the whole batch) are integrated as one stack of systems on the shared fixed time
             grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under ``vmap``, so that the modified Newton
             iteration keeps one scalar Jacobian-refresh decision per chunk.
+        devices: the devices to split the batch over (module docstring): a number (the first ones of
+            ``jax.local_devices()``), a sequence of devices, or None for every local device; ``chunk_size`` then
+            applies on each device.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)
+    mesh = _mesh("simulate_batch", devices)
     if not (batch_system or batch_inputs or batch_q0):
         raise ValueError("simulate_batch: nothing is batched; set batch_system, batch_inputs or batch_q0")
     q0 = jnp.zeros(system.n_dof) if q0 is None else jnp.asarray(q0, dtype=float)
@@ -75,7 +90,7 @@ def simulate_batch(
     batched = (batch_system, batch_inputs, batch_q0)
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
     run = _SIMULATE_STACKS if kwargs.get("solver") in FIXED_STEP else _SIMULATE_BATCH
-    traj = run(system, inputs, q0, batched, chunk_size, kwargs)
+    traj = run(system, inputs, q0, batched, chunk_size, kwargs, mesh)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
         failed = int(jnp.sum(traj.result != 0))
         raise RuntimeError(
@@ -106,30 +121,77 @@ def _over_batch(fn, args: tuple, batched: tuple[bool, ...], chunk_size: int | No
     return jax.lax.map(lambda m: fn(*rebuild(m)), mapped, batch_size=chunk_size)
 
 
+def _mesh(who: str, devices: int | Sequence[jax.Device] | None) -> Mesh | None:
+    """A one-axis ("batch") mesh of ``devices`` (a count of local devices, the devices, or None for all local ones),
+    or None for one device."""
+    local = jax.local_devices()
+    if devices is None:
+        devices = local
+    elif isinstance(devices, int) and not isinstance(devices, bool):
+        if not 1 <= devices <= len(local):
+            raise ValueError(f"{who}: devices must be between 1 and the {len(local)} local devices, got {devices}")
+        devices = local[:devices]
+    else:
+        devices = list(devices)
+        if not devices or not all(isinstance(d, jax.Device) for d in devices):
+            raise ValueError(f"{who}: devices must be a count, a non-empty sequence of jax devices or None")
+    return None if len(devices) == 1 else Mesh(np.asarray(devices), ("batch",))
+
+
+def _on_devices(run: Callable[..., Any], args: tuple, batched: tuple[bool, ...], mesh: Mesh | None) -> Any:
+    """``run(*args)`` (a function of a batch returning a batch) with the batch split over ``mesh``: the batched arrays
+    padded to a multiple of the devices (repeating the last member) and constrained to be sharded along their batch
+    axis, the others replicated, so that XLA partitions the program member-wise; the padding is dropped from the
+    result."""
+    if mesh is None:
+        return run(*args)
+    n = mesh.devices.size
+    size = _batch_size(args, batched)
+    padded = -(-size // n) * n
+    split = NamedSharding(mesh, PartitionSpec("batch"))
+    pad = lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded - size, axis=0)])
+    spread = lambda x: jax.lax.with_sharding_constraint(pad(x), split)
+    arrays, static = eqx.partition(args, eqx.is_array)
+    arrays = tuple(jax.tree.map(spread, a) if b else a for a, b in zip(arrays, batched))
+    out = run(*eqx.combine(arrays, static))
+    return jax.tree.map(lambda y: jax.lax.with_sharding_constraint(y, split)[:size], out)
+
+
+def _batch_size(args: tuple, batched: tuple[bool, ...]) -> int:
+    sizes = {leaf.shape[0] for x, b in zip(args, batched) if b for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))}
+    if len(sizes) != 1:
+        raise ValueError(f"the batched arguments have different batch sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
 def _check_chunk_size(who: str, chunk_size) -> None:
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
         raise ValueError(f"{who}: chunk_size must be a positive int or None, got {chunk_size!r}")
 
 
-def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> Trajectory:
     one = lambda system, inputs, q0: simulate(system, inputs, q0=q0, **kwargs)
-    return _over_batch(one, (system, inputs, q0), batched, chunk_size)
+    run = lambda *args: _over_batch(one, args, batched, chunk_size)
+    return _on_devices(run, (system, inputs, q0), batched, mesh)
 
 
-def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> Trajectory:
     """Newmark: chunks of ``chunk_size`` members (the last one padded by repeating the last member), each integrated
-    as one stack, one chunk after the other."""
-    sizes = {
-        leaf.shape[0]
-        for x, b in zip((system, inputs, q0), batched)
-        if b
-        for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))
-    }
-    if len(sizes) != 1:
-        raise ValueError(f"simulate_batch: the batched arguments have different batch sizes {sorted(sizes)}")
-    (B,) = sizes
+    as one stack, one chunk after the other (on each device of ``mesh``)."""
+    try:
+        B = _batch_size((system, inputs, q0), batched)
+    except ValueError as e:
+        raise ValueError(f"simulate_batch: {e}") from None
     q0 = q0 if batched[2] else jnp.broadcast_to(q0, (B, system.n_dof))
-    mapped, rebuild = _split((system, inputs, q0), (*batched[:2], True))
+    batched = (*batched[:2], True)
+    run = lambda *args: _stacks(*args, batched, chunk_size, kwargs)
+    return _on_devices(run, (system, inputs, q0), batched, mesh)
+
+
+def _stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
+    """The stacks of :func:`_simulate_stacks` on one device (``q0`` batched)."""
+    B = q0.shape[0]
+    mapped, rebuild = _split((system, inputs, q0), batched)
 
     def run(mapped):
         system, inputs, q0 = rebuild(mapped)
@@ -154,6 +216,7 @@ def solve_statics_batch(
     *,
     batch_system: bool = False,
     chunk_size: int | None = None,
+    devices: int | Sequence[jax.Device] | None = None,
     **kwargs: Any,
 ) -> StaticsSolution:
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
@@ -163,9 +226,11 @@ def solve_statics_batch(
     batch). Newton's loop under ``vmap`` runs until its slowest member has converged, every member paying each
     iteration; smaller chunks (down to 1, one member after the other) pay only their own members' iterations, at a
     smaller vectorisation gain per iteration. When the members need very different numbers of Newton iterations (the
-    adaptive load continuation rejects steps for some), chunks are faster.
+    adaptive load continuation rejects steps for some), chunks are faster. ``devices``: as for
+    :func:`simulate_batch`.
     """
     _check_chunk_size("solve_statics_batch", chunk_size)
+    mesh = _mesh("solve_statics_batch", devices)
     if u is not None:
         u = jnp.asarray(u, dtype=float)
         if u.ndim != 2 or u.shape[1] != system.n_inputs:
@@ -176,7 +241,7 @@ def solve_statics_batch(
     if kwargs.get("q0") is not None:
         check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
-    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, chunk_size, kwargs)
+    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, chunk_size, kwargs, mesh)
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
         failed = int(jnp.sum(~sol.converged))
         raise RuntimeError(
@@ -186,17 +251,26 @@ def solve_statics_batch(
     return sol
 
 
-def _solve_statics_batch(system, u, batch_system, chunk_size, kwargs) -> StaticsSolution:
+def _solve_statics_batch(system, u, batch_system, chunk_size, kwargs, mesh) -> StaticsSolution:
     one = lambda system, u: solve_statics(system, u, **kwargs)
-    return _over_batch(one, (system, u), (batch_system, u is not None), chunk_size)
+    batched = (batch_system, u is not None)
+    run = lambda *args: _over_batch(one, args, batched, chunk_size)
+    return _on_devices(run, (system, u), batched, mesh)
 
 
-def _describe(system, inputs, q0, batched, chunk_size, kwargs) -> str:
-    return f"{kwargs.get('solver', 'kvaerno5')}, {system.n_dof} DoF"
+def _on(mesh: Mesh | None) -> str:
+    return "" if mesh is None else f", on {mesh.devices.size} devices"
+
+
+def _describe(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> str:
+    return f"{kwargs.get('solver', 'kvaerno5')}, {system.n_dof} DoF{_on(mesh)}"
 
 
 _SIMULATE_BATCH = Compiled(_simulate_batch, "simulate_batch", _describe, cacheable=True)
 _SIMULATE_STACKS = Compiled(_simulate_stacks, "simulate_batch", _describe, cacheable=True)
 _SOLVE_STATICS_BATCH = Compiled(
-    _solve_statics_batch, "solve_statics_batch", lambda system, *rest: f"{system.n_dof} DoF", cacheable=True
+    _solve_statics_batch,
+    "solve_statics_batch",
+    lambda system, *rest: f"{system.n_dof} DoF{_on(rest[-1])}",
+    cacheable=True,
 )
