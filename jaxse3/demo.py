@@ -214,6 +214,7 @@ INPUT_LABELS = {
     "cdm-contact": "cable tension [N]",
     "flagellated": "shaft torque [N·m]",
     "fin-ray": "slider d [m], ḋ [m/s], d̈ [m/s²] (u1–u3)",
+    "serial-robot": "joints q [rad], q̇ [rad/s], q̈ [rad/s²] (u1–7, u8–14, u15–21)",
 }
 
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxse3._compile import Compiled, announce_trace
-from jaxse3.integrate.newton import NewtonResult, NewtonResults, newton_iterations
+from jaxse3.integrate.newton import NewtonResult, NewtonResults, default_tolerance, newton_iterations
 from jaxse3.sim.system import System, finite_difference
 
 __all__ = ["solve_statics", "StaticsSolution", "StaticsResults"]
@@ -110,8 +110,8 @@ def solve_statics(
     q0: jax.Array | None = None,
     *,
     jacobian: str = "analytic",
-    rtol: float = 1e-10,
-    atol: float = 1e-10,
+    rtol: float | None = None,
+    atol: float | None = None,
     max_steps: int = 50,
     load_steps: int | None = None,
     throw: bool = True,
@@ -151,7 +151,9 @@ def solve_statics(
         q0: equilibrium of the unloaded system and initial guess (default q = 0: the straight rod). Must be finite.
         jacobian: ``"analytic"`` or ``"finite-difference"`` (forward differences, ε = 1e−6).
         rtol, atol: Newton tolerances, the Cauchy termination of ``optimistix.Newton``: stop when
-            ``|Δq_i| < atol + rtol |q_i|`` for every i and ``‖R‖∞ < atol``.
+            ``|Δq_i| < atol + rtol |q_i|`` for every i and ``‖R‖∞ < atol``; default
+            :func:`~jaxse3.integrate.newton.default_tolerance` of the solve's dtype (1e−10 in float64, 1.2e−5 in
+            float32).
         max_steps: Newton iterations per load step.
         load_steps: None (adaptive continuation) or the number of equal load increments.
         throw: raise on failure (naming the cause); if False, inspect ``converged``/``result``.
@@ -172,6 +174,7 @@ def solve_statics(
     if q0.shape != (n,):
         raise ValueError(f"solve_statics: q0 must have shape ({n},), got {q0.shape}")
     check_finite("solve_statics", "q0", q0)
+    rtol, atol = (default_tolerance(q0.dtype) if x is None else x for x in (rtol, atol))
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((system, u, q0, rtol, atol))):
         announce_trace("solve_statics", f"{system.n_dof} DoF")
         return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
