@@ -51,13 +51,13 @@ __all__ = [
 ]
 
 
-def default_tolerance(dtype: Any = None, ulps: float = 100.0) -> float:
-    """The Newton tolerance a solve in ``dtype`` can reach: max(1e−10, ``ulps`` ε) — 1e−10 in float64 whatever
-    ``ulps``, and in float32 1.2e−5 for a residual in force units (statics: its round-off is ~1e−6 of its terms, so
-    1e−10 would never be met) or ε = 1.2e−7 (``ulps=1``) for Newmark's residual scaled to displacements. ``dtype``
-    None: JAX's default floating dtype (float64 with ``jax_enable_x64``)."""
+def default_tolerance(dtype: Any = None) -> float:
+    """The Newton tolerance a residual in force units can reach in ``dtype``: max(1e−10, 100 ε) — 1e−10 in float64,
+    1.2e−5 in float32 (statics: the residual's round-off is ~1e−6 of its terms, so 1e−10 would never be met; Newmark's
+    residual, scaled by βh², keeps 1e−10 in both). ``dtype`` None: JAX's default floating dtype (float64 with
+    ``jax_enable_x64``)."""
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
-    return max(1e-10, ulps * float(jnp.finfo(dtype).eps))
+    return max(1e-10, 100 * float(jnp.finfo(dtype).eps))
 
 
 class NewtonResults(optx.RESULTS):
