@@ -8,9 +8,11 @@ from jaxse3.viz.rod import (
     box_lines,
     plot_inputs,
     plot_shapes,
+    plot_tip,
     plot_tip_path,
     plot_trajectory,
     polylines,
+    trajectory_arrays,
     trajectory_inputs,
 )
 from jaxse3.viz.viewer import TrajectoryViewer
@@ -23,6 +25,8 @@ __all__ = [
     "trajectory_inputs",
     "polylines",
     "box_lines",
+    "plot_tip",
+    "trajectory_arrays",
     "plot_solution",
     "animate_trajectory",
     "ffmpeg_executable",

@@ -2,13 +2,14 @@
 
 Inputs are plain arrays, as for the figures of :mod:`jaxse3.viz.rod`: anything with ``t`` (n,), ``points``
 (n, n_points, 3) and ``tip`` (n, 3), and optionally ``u`` (n, n_inputs) (a :class:`~jaxse3.sim.Trajectory`, or the
-arrays of its saved ``.npz``). Rods and linkages draw alike (the points of every link, in order).
+arrays of its saved ``.npz``). Rods and linkages draw alike (a linkage along its ``edges``, its rigid bodies as
+boxes).
 
 The figure is drawn once; every frame then redraws only what moves (matplotlib's blitting: the centreline, the tip
-path, the clock, the time cursor) and hands the canvas's pixels to the encoder, about 20× faster than redrawing the
-figure per frame (which matplotlib's ``MovieWriter`` does). MP4 is encoded by the ffmpeg of the ``imageio-ffmpeg``
-wheel (``pip install "jaxse3[plot]"``; no system install needed; H.264, yuv420p), GIF by Pillow (which comes with
-matplotlib).
+path, the clock, the time cursor) and hands the canvas's pixels to the encoder: 13× faster for MP4 than redrawing the
+figure per frame, as matplotlib's ``MovieWriter`` does (``benchmarks/animation.py``). MP4 is encoded by the ffmpeg of
+the ``imageio-ffmpeg`` wheel (``pip install "jaxse3[plot]"``; no system install needed; H.264, yuv420p), GIF by Pillow
+(which comes with matplotlib).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ if os.environ.get("MPLBACKEND") is None and not os.environ.get("DISPLAY"):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from jaxse3.viz.rod import _equal, box_lines, plot_inputs, polylines, trajectory_inputs
+from jaxse3.viz.rod import _equal, box_lines, plot_inputs, plot_tip, polylines, trajectory_arrays, trajectory_inputs
 
 __all__ = ["animate_trajectory", "ffmpeg_executable", "FORMATS"]
 
@@ -102,12 +103,7 @@ def animate_trajectory(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"animate_trajectory: '{name}' must be a positive int, got {value!r}")
     kind = _format(path)
-    t, pts, tip = (np.asarray(getattr(trajectory, k), dtype=float) for k in ("t", "points", "tip"))
-    if pts.ndim != 3 or pts.shape[-1] != 3 or tip.shape != (len(t), 3) or len(pts) != len(t):
-        raise ValueError(
-            "animate_trajectory: 'trajectory' needs t (n,), points (n, n_points, 3) and tip (n, 3), got shapes "
-            f"{t.shape}, {pts.shape}, {tip.shape}"
-        )
+    t, pts, tip = trajectory_arrays(trajectory, "animate_trajectory")
     u = trajectory_inputs(trajectory)
     shapes = polylines(pts, edges)
     bodies = None if boxes is None else box_lines(np.asarray(boxes[0]).reshape(len(t), -1, 4, 4), boxes[1])
@@ -128,9 +124,7 @@ def animate_trajectory(
     if u is not None:
         plot_inputs(t, u, side, input_label)
     else:
-        for k, name in enumerate("xyz"):
-            side.plot(t, tip[:, k], lw=1.2, label=f"tip {name}")
-        side.set_xlabel("t [s]"), side.set_ylabel("tip position [m]"), side.grid(alpha=0.3), side.legend(fontsize=7)
+        plot_tip(t, tip, side)
     cursor = side.axvline(t[0], color="k", lw=1, animated=True)
     if title:
         fig.suptitle(title)

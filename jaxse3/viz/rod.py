@@ -29,6 +29,8 @@ __all__ = [
     "trajectory_inputs",
     "polylines",
     "box_lines",
+    "plot_tip",
+    "trajectory_arrays",
 ]
 
 
@@ -153,6 +155,29 @@ def plot_inputs(
     return ax
 
 
+def trajectory_arrays(trajectory: Any, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, points, tip)`` of a trajectory as float arrays, checked: (n,), (n, n_points, 3), (n, 3); ``who`` names
+    the caller in the error."""
+    t, pts, tip = (np.asarray(getattr(trajectory, k), dtype=float) for k in ("t", "points", "tip"))
+    n = len(t)
+    if t.ndim != 1 or pts.ndim != 3 or pts.shape[0] != n or pts.shape[-1] != 3 or tip.shape != (n, 3):
+        raise ValueError(
+            f"{who}: 'trajectory' needs t (n,), points (n, n_points, 3) and tip (n, 3), got shapes "
+            f"{t.shape}, {pts.shape}, {tip.shape}"
+        )
+    return t, pts, tip
+
+
+def plot_tip(t: Float[ArrayLike, " n"], tip: Float[ArrayLike, "n 3"], ax: Any = None) -> Any:
+    """The tip's world coordinates against time on ``ax`` (new axes if None); returns the axes."""
+    t, tip = np.asarray(t, dtype=float), np.asarray(tip, dtype=float)
+    ax = plt.figure(figsize=(5, 4)).add_subplot() if ax is None else ax
+    for k, name in enumerate("xyz"):
+        ax.plot(t, tip[:, k], lw=1.2, label=f"tip {name}")
+    ax.set_xlabel("t [s]"), ax.set_ylabel("tip position [m]"), ax.grid(alpha=0.3), ax.legend(fontsize=7)
+    return ax
+
+
 def trajectory_inputs(trajectory: Any) -> np.ndarray | None:
     """The inputs ``u`` (n, n_inputs) of a trajectory, or None when it has none."""
     u = getattr(trajectory, "u", None)
@@ -179,7 +204,7 @@ def plot_trajectory(
     ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3) and optionally ``u``
     (n, n_inputs). Saves a PNG to ``path`` when given; returns the figure.
     """
-    t, pts, tip = (np.asarray(getattr(trajectory, k)) for k in ("t", "points", "tip"))
+    t, pts, tip = trajectory_arrays(trajectory, "plot_trajectory")
     u = trajectory_inputs(trajectory)
     panels = 2 if u is None else 3
     fig = plt.figure(figsize=(5 * panels, 4.5))
@@ -189,10 +214,7 @@ def plot_trajectory(
     plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx], edges=edges, boxes=snapshot_boxes)
     plot_tip_path(tip, ax=ax)
     _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
-    ax2 = fig.add_subplot(1, panels, 2)
-    for k, name in enumerate("xyz"):
-        ax2.plot(t, tip[:, k], label=f"tip {name}")
-    ax2.set_xlabel("t [s]"), ax2.set_ylabel("tip position [m]"), ax2.legend(), ax2.grid(alpha=0.3)
+    plot_tip(t, tip, fig.add_subplot(1, panels, 2))
     if u is not None:
         plot_inputs(t, u, fig.add_subplot(1, panels, 3), input_label)
     return finish(fig, title, path)

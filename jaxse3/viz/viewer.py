@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxse3.viz.rod import box_lines
+from jaxse3.viz.rod import box_lines, trajectory_arrays
 
 __all__ = ["TrajectoryViewer"]
 
@@ -64,14 +64,8 @@ class TrajectoryViewer:
         boxes: tuple[Any, Any] | None = None,
     ):
         viser = _viser()
-        arrays = (np.asarray(getattr(trajectory, k), dtype=float) for k in ("t", "points", "tip"))
-        self.t, self.points, self.tip = arrays
+        self.t, self.points, self.tip = trajectory_arrays(trajectory, "TrajectoryViewer")
         n = len(self.t)
-        if self.points.ndim != 3 or self.points.shape[-1] != 3 or self.points.shape[0] != n or self.tip.shape != (n, 3):
-            raise ValueError(
-                "TrajectoryViewer: 'trajectory' needs t (n,), points (n, n_points, 3) and tip (n, 3), got shapes "
-                f"{self.t.shape}, {self.points.shape}, {self.tip.shape}"
-            )
         self.edges = None if edges is None else np.asarray(edges, dtype=int).reshape(-1, 2)
         if self.edges is not None and (self.edges.min() < 0 or self.edges.max() >= self.points.shape[1]):
             raise ValueError(f"TrajectoryViewer: 'edges' must index the {self.points.shape[1]} points")
