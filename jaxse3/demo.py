@@ -340,7 +340,8 @@ def run_optimisation_example(name: str, args: argparse.Namespace) -> int:
     )
     npz, png = os.path.join(args.out, f"{name}.npz"), os.path.join(args.out, f"{name}.png")
     sol.save(npz, metadata={"run": {"example": name, **params, "jaxse3": __version__}})
-    plot_solution(sol, png, target=args.target, title=f"jaxse3 optimize {name}", input_label=label)
+    axis = {"T": "cable tension [N]", "τ": "joint torque [N·m]"}.get(label, "input")
+    plot_solution(sol, png, target=args.target, title=f"jaxse3 optimize {name}", input_label=label, input_axis=axis)
     print(f"wrote {npz} (values, t, u, x, tip, cost_history, iterations, …) and {png}")
     return 0
 

@@ -23,9 +23,11 @@ def plot_solution(
     target: Float[ArrayLike, "3"] | None = None,
     title: str = "",
     input_label: str = "u",
+    input_axis: str = "controls",
 ) -> Figure:
     """Three panels: the cost J per iteration (log scale), the tip path (3-D, with ``target`` as ×), the controls
-    u(t). ``solution``: anything with ``cost_history``, ``t``, ``u`` (T, n_inputs), ``tip`` (T + 1, 3). Saves a PNG to
+    u(t) (lines ``input_label``1, 2, …; ``input_axis`` on their axis, with units, e.g. "cable tension [N]").
+    ``solution``: anything with ``cost_history``, ``t``, ``u`` (T, n_inputs), ``tip`` (T + 1, 3). Saves a PNG to
     ``path`` when given; returns the figure."""
     cost, t, u, tip = (np.asarray(getattr(solution, k)) for k in ("cost_history", "t", "u", "tip"))
     fig = plt.figure(figsize=(13, 4))
@@ -44,5 +46,5 @@ def plot_solution(
     ax2 = fig.add_subplot(1, 3, 3)
     for k in range(u.shape[1]):
         ax2.step(t[:-1], u[:, k], where="post", label=f"{input_label}{k + 1}")
-    ax2.set_xlabel("t [s]"), ax2.set_ylabel("controls"), ax2.legend(fontsize=7), ax2.grid(alpha=0.3)
+    ax2.set_xlabel("t [s]"), ax2.set_ylabel(input_axis), ax2.legend(fontsize=7), ax2.grid(alpha=0.3)
     return finish(fig, title, path)
