@@ -3,15 +3,13 @@ module is in it, and the getting-started page runs as written."""
 
 from __future__ import annotations
 
-import pathlib
 import pkgutil
 import re
 
 import pytest
 
 import jaxse3
-
-ROOT = pathlib.Path(__file__).parents[1]
+from tests.docs_code import ROOT, python_blocks, run_as_reader
 
 
 def _site() -> str:
@@ -36,18 +34,9 @@ def test_every_public_module_has_an_api_page():
 @pytest.mark.slow
 def test_the_getting_started_page_runs_as_written(tmp_path, monkeypatch):
     """Its python blocks, in order, as one script (it needs the example-robot-data robots: ``.[robots]``)."""
-    from jaxse3 import rigid
-
-    try:
-        rigid.example_robot_path("ur5")
-    except ImportError:
-        pytest.skip("example-robot-data is not installed (extra 'robots')")
-    text = (ROOT / "docs" / "getting-started.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    blocks = python_blocks((ROOT / "docs" / "getting-started.md").read_text())
     assert len(blocks) >= 5
-    monkeypatch.chdir(tmp_path)
-    scope: dict = {}
-    exec("\n".join(blocks), scope)
+    scope = run_as_reader("\n".join(blocks), tmp_path, monkeypatch, "ur5")
     assert scope["eq"].converged and scope["traj"].ok
     assert scope["wrench"].shape == (2, 6) and scope["dtau_dq"].shape == (6, 6)
     assert abs(float(scope["gradient"][0])) > 0
