@@ -96,6 +96,20 @@ def timed(fn: Callable) -> tuple[Any, float, float]:
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
+def first_and_median(run: Callable[[], Any], repeats: int = 3) -> tuple[Any, float, float]:
+    """(result, seconds of the first call (compilation included), median seconds of ``repeats`` more) of ``run()``,
+    each call run to completion (``block_until_ready``)."""
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(run())
+    first = time.perf_counter() - t0
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run())
+        samples.append(time.perf_counter() - t0)
+    return out, first, float(statistics.median(samples))
+
+
 def jacobian_by_columns(fd: Callable, q: Any, qd: Any, eps: float = 1e-6) -> tuple[Any, Any]:
     """(∂fd/∂q, ∂fd/∂q̇) by forward differences, one column after the other (``lax.map``, no vmap): the loop of seed
     003 eq. (38), the paper's finite-difference baseline."""

@@ -58,22 +58,18 @@ def batch_table(batch: int) -> None:
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)
+    from _timing import first_and_median
+
     from jaxse3.sim import scenarios, simulate_batch
 
     system = scenarios.cdm_system()
     u = jnp.asarray(np.random.default_rng(0).uniform(0.0, 20.0, size=(batch, system.n_inputs)))
     results, times = {}, {}
     for label, chunk in (("one vmap (chunk_size=None)", None), ("chunks of 8", 8)):
-        run = lambda: jax.block_until_ready(simulate_batch(system, u, t_final=0.2, chunk_size=chunk))
-        t0 = time.perf_counter()
-        results[label] = run()
-        first = time.perf_counter() - t0
-        samples = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            run()
-            samples.append(time.perf_counter() - t0)
-        times[label] = (first, float(np.median(samples)))
+        results[label], first, median = first_and_median(
+            lambda: simulate_batch(system, u, t_final=0.2, chunk_size=chunk)
+        )
+        times[label] = (first, median)
     a, b = results.values()
     print(f"\nsimulate_batch: {batch} CDM runs of 0.2 s (Kvaerno5), wall seconds")
     print(f"{'mode':28s} {'compile+1st':>11s} {'run':>7s}")

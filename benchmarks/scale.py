@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 
 def main() -> None:
@@ -32,6 +31,8 @@ def main() -> None:
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)
+    from _timing import first_and_median
+
     from jaxse3.sim import scenarios, simulate_batch
 
     system = scenarios.cdm_system()
@@ -40,23 +41,16 @@ def main() -> None:
     rows, results = [], {}
     for chunk in (None, a.chunk):
         for devices in (1, a.devices):
-            run = lambda: jax.block_until_ready(simulate_batch(system, u, devices=devices, chunk_size=chunk, **kw))
-            t0 = time.perf_counter()
-            traj = run()
-            first = time.perf_counter() - t0
-            times = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                run()
-                times.append(time.perf_counter() - t0)
+            run = lambda: simulate_batch(system, u, devices=devices, chunk_size=chunk, **kw)
+            traj, first, median = first_and_median(run)
             results[chunk, devices] = traj.q
-            rows.append((chunk, devices, first, float(np.median(times))))
+            rows.append((chunk, devices, first, median))
     print(f"CDM, batch {a.batch}, 0.2 s Kvaerno5; {jax.device_count()} CPU devices forced on {os.cpu_count()} cores")
     print("| chunk | devices | first call (compile) | run (median of 3) | ÷ one device | max |Δq| vs one device |")
     print("|---|---:|---:|---:|---:|---:|")
     for chunk, devices, first, run_s in rows:
         base = next(r[3] for r in rows if r[0] == chunk and r[1] == 1)
-        diff = float(jnp.max(jnp.abs(results[chunk, devices] - results[chunk, 1])))
+        diff = float(np.max(np.abs(np.asarray(results[chunk, devices]) - np.asarray(results[chunk, 1]))))
         label = chunk or "one vmap"
         print(f"| {label} | {devices} | {first:.1f} s | {run_s:.3f} s | {run_s / base:.2f} | {diff:.1e} |")
 
