@@ -25,7 +25,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from jaxse3.demo import demo, run_optimisation_example, run_simulation_example  # noqa: E402
+from jaxse3.demo import demo, run_optimisation_example, run_simulation_example, run_sweep_file  # noqa: E402
 
 
 def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) -> None:
@@ -108,6 +108,19 @@ def _problem(text: str) -> str:
     )
 
 
+def _sweep_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"no such sweep file: {text!r}")
+    return text
+
+
+def _address(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return text
+
+
 def _example(text: str) -> str:
     if text in EXAMPLES:
         return text
@@ -188,6 +201,19 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--out", default="jaxse3-out", help="output folder (default ./jaxse3-out)")
     o.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
     parser.optimize_parser = o  # type: ignore[attr-defined]  # main() reads its defaults
+    w = sub.add_parser("sweep", help="run a parameter sweep file (a model, parameters, what to record)")
+    w.add_argument("file", type=_sweep_file, metavar="FILE", help="the sweep file (.toml; see jaxse3.sim.sweep)")
+    w.add_argument("--out", default=None, help="output folder (default ./jaxse3-out/<the file's name>)")
+    w.add_argument("--resume", action="store_true", help="continue the interrupted sweep in --out")
+    w.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    w.add_argument(
+        "--coordinator", type=_address, metavar="HOST:PORT", help="jax.distributed: process 0's address and port"
+    )
+    w.add_argument("--num-processes", type=_positive(int), help="jax.distributed: the number of processes")
+    w.add_argument("--process-id", type=int, help="jax.distributed: this process's index, 0 … N − 1")
+    w.add_argument(
+        "--distributed", action="store_true", help="jax.distributed with the cluster's own settings (e.g. SLURM)"
+    )
     for p in (parser, d, r):
         p.add_argument("--batch", type=_positive(int), default=10_000, help="lie-demo: timing batch size (10000)")
         p.add_argument("--save", metavar="PATH", help="lie-demo: write the results as JSON")
@@ -253,6 +279,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--t-final must be a whole number of {1e3 * dt:g} ms steps, got {args.t_final}")
         _writable_folder(parser, "--out", args.out)
         return run_optimisation_example(args.problem, args)
+    if args.command == "sweep":
+        explicit = (args.coordinator, args.num_processes, args.process_id)
+        if any(x is not None for x in explicit):
+            if any(x is None for x in explicit) or args.distributed:
+                parser.error("--coordinator, --num-processes and --process-id go together (and without --distributed)")
+            if not 0 <= args.process_id < args.num_processes:
+                parser.error(f"--process-id must lie in 0 … {args.num_processes - 1}, got {args.process_id}")
+        if args.out is None:
+            args.out = os.path.join("jaxse3-out", os.path.splitext(os.path.basename(args.file))[0])
+        _writable_folder(parser, "--out", args.out)
+        return run_sweep_file(args.file, args)
     run = parser.run_parser  # type: ignore[attr-defined]
     if args.command == "run" and args.example != "lie-demo":
         if args.n_save < 2:

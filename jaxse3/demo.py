@@ -471,3 +471,37 @@ def _solve_arm_reach(name: str, args: argparse.Namespace):
     sol, error, timing = _ddp(problem, us0, args, bounds, 0.01, point)
     params = {"target": list(args.target), "method": args.method, "effort_limits": bool(args.effort_limits)}
     return sol, params, error, "τ", timing
+
+
+def run_sweep_file(path: str, args: argparse.Namespace) -> int:
+    """Run a sweep file (:mod:`jaxse3.sim.sweep`) into ``args.out`` (``--resume``: continue it), under
+    ``jax.distributed`` when asked (``--coordinator``/``--num-processes``/``--process-id`` or ``--distributed``);
+    print how many members succeeded and why the others failed. Exit status 1 when any member failed."""
+    if args.distributed:
+        jax.distributed.initialize()
+    elif args.coordinator is not None:
+        jax.distributed.initialize(args.coordinator, num_processes=args.num_processes, process_id=args.process_id)
+    from jaxse3.sim.sweep import read_sweep, run_sweep
+
+    try:
+        sweep = read_sweep(path)
+        start = time.perf_counter()
+        result = run_sweep(sweep, args.out, resume=args.resume, progress=args.progress)
+    except ValueError as e:
+        print(f"jaxse3 sweep: {e}", file=sys.stderr)
+        return 2
+    ok = result.ok
+    where = f"process {jax.process_index()} of {jax.process_count()}, " if jax.process_count() > 1 else ""
+    print(
+        f"{sweep.name}: {int(ok.sum())} of {len(ok)} members succeeded ({where}{time.perf_counter() - start:.1f} s, "
+        f"{sweep.kind}, parameters {', '.join(sweep.names)})"
+    )
+    reasons: dict[str, int] = {}
+    for reason in result.reasons:
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in reasons.items():
+        print(f"  {count} failed: {reason}")
+    if jax.process_index() == 0:
+        print(f"wrote {os.path.join(args.out, 'results.npz')} (load it with jaxse3.sim.load_sweep({args.out!r}))")
+    return 0 if ok.all() else 1

@@ -96,8 +96,10 @@ _ROD_FIELDS = {
 _FLUID_FIELDS = {"density", "drag_normal", "drag_tangential", "added_mass", "speed_scale"}
 
 
-def read_toml(source: str | os.PathLike) -> tuple[dict[str, Any], str]:
-    """The parsed TOML of a file path (or of TOML text) and a label for messages."""
+def read_toml(source: str | os.PathLike | dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The parsed TOML of a file path (or of TOML text, or an already parsed table) and a label for messages."""
+    if isinstance(source, dict):
+        return source, "model"
     if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".toml")):
         path = os.fspath(source)
         try:
@@ -282,9 +284,9 @@ def _rod(table: Any, where: str) -> Rod:
     )
 
 
-def from_toml(source: str | os.PathLike) -> Linkage:
-    """The :class:`~jaxse3.linkage.Linkage` of a TOML file (or TOML text); the format is in this module's docstring.
-    Bad input raises ValueError naming the file, the link and the field."""
+def from_toml(source: str | os.PathLike | dict[str, Any]) -> Linkage:
+    """The :class:`~jaxse3.linkage.Linkage` of a TOML file (or TOML text, or its parsed table); the format is in this
+    module's docstring. Bad input raises ValueError naming the file, the link and the field."""
     data, label = read_toml(source)
     unknown = sorted(set(data) - {"gravity", "fluid", "link", "load", "closure", "simulation"})
     if unknown:
@@ -345,7 +347,7 @@ _CLOSURE_FIELDS = {"name", "link_a", "link_b", "kind", "axis", "constrained", "p
 _CLOSURE_FIELDS |= {f"{key}_{side}" for key in ("position", "rotation") for side in "ab"}
 
 
-def closures_from_toml(source: str | os.PathLike) -> tuple[Closure, ...]:
+def closures_from_toml(source: str | os.PathLike | dict[str, Any]) -> tuple[Closure, ...]:
     """The loop closures (:class:`~jaxse3.linkage.Closure`) of a model file's ``[[closure]]`` tables (module
     docstring), in order; none without such tables. Checked against the linkage where they are used
     (:func:`~jaxse3.linkage.check_closures`)."""

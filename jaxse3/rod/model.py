@@ -275,7 +275,11 @@ def _in_plane(*strains: tuple[jax.Array, int]) -> bool:
 
 
 def cdm_rod(
-    n_gauss: int = 5, orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2), magnus_order: int = 4, hanging: bool = True
+    n_gauss: int = 5,
+    orders: Sequence[int | None] = (4, 4, 4, 2, 2, 2),
+    magnus_order: int = 4,
+    hanging: bool = True,
+    material: Material | None = None,
 ) -> Rod:
     """The cable-driven manipulator (CDM) of seed 003 §4.5 (digest §5.1), with its five cables (Table 2).
 
@@ -284,7 +288,7 @@ def cdm_rod(
 
     The paper does not state the base orientation. ``hanging=True`` (default) points the rod down the world −z axis
     (local x = −z, local y = world y), which is also the axis of the contact cylinder of §6.2; ``hanging=False`` lays it
-    along world x (a cantilever).
+    along world x (a cantilever). ``material`` replaces the paper's (above), e.g. in a parameter sweep.
     """
     L, rb, rt = 0.5, 0.03, 0.015
     base = jnp.eye(4)
@@ -293,7 +297,7 @@ def cdm_rod(
     return Rod(
         length=L,
         section=CircularSection(rb, rt),
-        material=Material(E=1e6, rho=1000.0, nu=0.5, damping=1e4),
+        material=Material(E=1e6, rho=1000.0, nu=0.5, damping=1e4) if material is None else material,
         basis=LegendreBasis(orders),
         n_gauss=n_gauss,
         magnus_order=magnus_order,

@@ -10,7 +10,8 @@ Jacobian kept across steps), and explicit solvers for comparison; derivatives of
 :func:`linkage_system` a :mod:`jaxse3.linkage` linkage of rigid and soft links, open or closed by loop closures
 (:func:`constraint_drift` measures the closures' drift along a motion). Seed 004:
 :func:`simulate_multibody` integrates a :class:`jaxse3.rigid.absolute.MultibodySystem` (bodies in SE(3) or SO(3)×R³)
-with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajectory`.
+with a body-form Munthe-Kaas solver. Every simulation returns a :class:`Trajectory`. Parameter sweeps described in a
+file run chunk by chunk, resumably, on one or many processes (:mod:`jaxse3.sim.sweep`, ``jaxse3 sweep``).
 """
 
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
@@ -19,6 +20,7 @@ from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
 from jaxse3.sim.dynamics import ADJOINTS, FIXED_STEP, INDEX3, SOLVERS, StepChord, constraint_forces, simulate
 from jaxse3.sim.modes import Modes, natural_modes
 from jaxse3.sim.statics import StaticsSolution, solve_statics
+from jaxse3.sim.sweep import Sweep, SweepResult, load_sweep, read_sweep, run_sweep
 from jaxse3.sim.system import (
     SampledInput,
     System,
@@ -61,4 +63,9 @@ __all__ = [
     "simulate_batch",
     "solve_statics_batch",
     "stack",
+    "Sweep",
+    "SweepResult",
+    "read_sweep",
+    "run_sweep",
+    "load_sweep",
 ]

@@ -169,15 +169,19 @@ def cdm_tensions(scale: float = 1.0) -> PulseInputs:
     )
 
 
-def cdm_system(n_gauss: int = 5) -> System:
-    """The CDM (seed 003 §4.5; :func:`jaxse3.rod.cdm_rod`, hanging along −z) as a :class:`System`."""
-    return rod_system(rods.cdm_rod(n_gauss=n_gauss))
+def cdm_system(n_gauss: int = 5, material: Material | None = None) -> System:
+    """The CDM (seed 003 §4.5; :func:`jaxse3.rod.cdm_rod`, hanging along −z) as a :class:`System`; ``material``
+    replaces the paper's (E = 1 MPa, ρ = 1000 kg/m³, ν = 0.5, υ = 10⁴ Pa·s)."""
+    return rod_system(rods.cdm_rod(n_gauss=n_gauss, material=material))
 
 
-def cdm_contact_system(radius: float = 0.15, stiffness: float = 1e5, exponent: float = 1.5) -> System:
-    """The CDM inside a hollow cylinder about the world z axis (seed 003 §6.2): 12 computational points (10 Gauss)."""
+def cdm_contact_system(
+    radius: float = 0.15, stiffness: float = 1e5, exponent: float = 1.5, material: Material | None = None
+) -> System:
+    """The CDM inside a hollow cylinder about the world z axis (seed 003 §6.2): 12 computational points (10 Gauss);
+    ``material`` as for :func:`cdm_system`."""
     contact = rods.CylinderContact(radius=radius, stiffness=stiffness, exponent=exponent)
-    return rod_system(rods.cdm_rod(n_gauss=10), rods.Loads(contact=contact))
+    return rod_system(rods.cdm_rod(n_gauss=10, material=material), rods.Loads(contact=contact))
 
 
 #: the hybrid serial robot's joint links, in order (module docstring)
@@ -380,14 +384,14 @@ class RaisedCosine(eqx.Module):
 RUN_SETTINGS = {"t_final": float, "solver": str, "rtol": float, "atol": float, "dt": float, "rho_inf": float}
 
 
-def from_toml(source: str) -> tuple[System, Callable, dict, Float[Array, " n_dof"]]:
-    """A model file run as ``jaxse3 run my_robot.toml``: the linkage of :func:`jaxse3.linkage.from_toml` and its
-    ``[simulation]`` table — ``prescribed = { link = { amplitude = A, period = P } }`` (raised-cosine joint profiles
-    from rest, :class:`RaisedCosine`), ``inputs = [...]`` (constant efforts and tensions, the linkage's inputs without
-    the prescribed joints'), ``q0 = [...]`` (the initial coordinates, at rest), ``baumgarte_time`` (s, the loop
-    closures' time constant, default 0.01) and the settings of :data:`RUN_SETTINGS`. The file's ``[[closure]]``
-    tables (:func:`jaxse3.linkage.closures_from_toml`) make a closed chain. Returns ``(system, inputs, settings,
-    q0)``."""
+def from_toml(source: str | dict) -> tuple[System, Callable, dict, Float[Array, " n_dof"]]:
+    """A model file (a path, TOML text or its parsed table) run as ``jaxse3 run my_robot.toml``: the linkage of
+    :func:`jaxse3.linkage.from_toml` and its ``[simulation]`` table — ``prescribed = { link = { amplitude = A,
+    period = P } }`` (raised-cosine joint profiles from rest, :class:`RaisedCosine`), ``inputs = [...]`` (constant
+    efforts and tensions, the linkage's inputs without the prescribed joints'), ``q0 = [...]`` (the initial
+    coordinates, at rest), ``baumgarte_time`` (s, the loop closures' time constant, default 0.01) and the settings of
+    :data:`RUN_SETTINGS`. The file's ``[[closure]]`` tables (:func:`jaxse3.linkage.closures_from_toml`) make a closed
+    chain. Returns ``(system, inputs, settings, q0)``."""
     data, label = linkages.read_toml(source)
     linkage = linkages.from_toml(source)
     closures = linkages.closures_from_toml(source)
