@@ -40,7 +40,7 @@ import equinox as eqx
 import jax
 import numpy as np
 
-__all__ = ["Compiled", "compile_report", "announce_trace", "STATS", "CompileStats"]
+__all__ = ["Compiled", "compile_report", "announce_trace", "say", "STATS", "CompileStats"]
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _verbose() -> bool:
     return os.environ.get("JAXSE3_VERBOSE", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     if _verbose():
         print(f"jaxse3: {text}", file=sys.stderr, flush=True)
 
@@ -79,7 +79,7 @@ def announce_trace(name: str, what: str = "") -> None:
     :class:`Compiled` traces (that compile is announced already)."""
     if _LOWERING:
         return
-    _say(f"tracing {name}{f' ({what})' if what else ''} inside a jit/vmap/grad; it compiles with the enclosing program")
+    say(f"tracing {name}{f' ({what})' if what else ''} inside a jit/vmap/grad; it compiles with the enclosing program")
 
 
 @dataclass
@@ -107,7 +107,7 @@ def compile_report(name: str, what: str = "") -> Iterator[None]:
         _REPORT.pop()
         if report.announced:
             cached = "" if report.hits < report.programs else " (from the persistent cache)"
-            _say(f"{report.name} compiled in {report.seconds:.1f} s{cached}")
+            say(f"{report.name} compiled in {report.seconds:.1f} s{cached}")
 
 
 @contextlib.contextmanager
@@ -211,6 +211,16 @@ class _Unpickler(pickle.Unpickler):
         return MISSING
 
 
+def _bytes(exe: Any) -> int | None:
+    """Device bytes of an executable (an equinox ``Compiled`` or an exported program's runner), or None."""
+    analyse = getattr(exe, "memory_analysis", None) or getattr(getattr(exe, "compiled", None), "memory_analysis", None)
+    try:
+        m = analyse()
+        return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes)
+    except Exception:  # no analysis on this backend
+        return None
+
+
 def _write_atomic(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
     with os.fdopen(fd, "wb") as fh:
@@ -233,6 +243,7 @@ class Compiled:
         self.fn, self.name, self.describe, self.cacheable = fn, name, describe, cacheable
         self._jit = eqx.filter_jit(fn)
         self._cache: dict[Any, Any] = {}
+        self._memory: dict[Any, int | None] = {}
 
     def compiled(self, *args: Any) -> Callable:
         """The executable for ``args``, compiled (and announced) on first use."""
@@ -246,9 +257,9 @@ class Compiled:
             report = _REPORT[-1] if _REPORT else None
             if report is None:
                 what = f" ({self.describe(*args)})" if self.describe is not None else ""
-                _say(f"compiling {self.name}{what} ...")
+                say(f"compiling {self.name}{what} ...")
             elif not report.announced:
-                _say(f"compiling {report.name} ...")
+                say(f"compiling {report.name} ...")
                 report.announced = True
             hits, t0 = STATS.cache_hits, time.perf_counter()
             _LOWERING.append(self.name)
@@ -266,13 +277,24 @@ class Compiled:
             STATS.loaded += hit
             STATS.seconds += dt
             if report is None:
-                _say(f"{self.name} {'loaded from the persistent cache' if hit else 'compiled'} in {dt:.1f} s")
+                say(f"{self.name} {'loaded from the persistent cache' if hit else 'compiled'} in {dt:.1f} s")
             else:
                 report.seconds += dt
                 report.programs += 1
                 report.hits += hit
             self._cache[key] = exe
+            self._memory[key] = _bytes(exe)
         return exe
+
+    def memory(self, *args: Any) -> int | None:
+        """The bytes the executable for ``args`` needs on its device (XLA's memory analysis: arguments, outputs and
+        temporaries, less the outputs that reuse argument buffers), compiling it on first use; None where XLA does
+        not say."""
+        self.compiled(*args)
+        try:
+            return self._memory.get(_signature(args))
+        except TypeError:
+            return None
 
     def _exported(self, args: tuple) -> tuple[Callable | None, bool]:
         """The executable through the exported-program cache: (executable, loaded from disk), or (None, False)
@@ -327,6 +349,7 @@ class Compiled:
         def call(*args):
             return jax.tree.unflatten(out_def, runner(*jax.tree.leaves(eqx.filter(args, eqx.is_array))))
 
+        call.memory_analysis = runner.memory_analysis  # type: ignore[attr-defined]  # read by _bytes
         return call, loaded
 
     def __call__(self, *args: Any) -> Any:

@@ -16,6 +16,7 @@ round-off.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,13 +27,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
-from jaxse3._compile import Compiled
+from jaxse3._compile import Compiled, say
 from jaxse3.sim.dynamics import FIXED_STEP, batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
 from jaxse3.sim.system import System
 from jaxse3.sim.trajectory import Trajectory
 
-__all__ = ["stack", "simulate_batch", "solve_statics_batch"]
+__all__ = ["stack", "simulate_batch", "solve_statics_batch", "memory_budget"]
 
 
 def stack(items: Sequence[PyTree[ArrayLike]]) -> PyTree[Array]:
@@ -56,6 +57,7 @@ def simulate_batch(
     batch_q0: bool = False,
     chunk_size: int | None = None,
     devices: int | Sequence[jax.Device] | None = None,
+    memory_budget: float | None = None,
     **kwargs: Any,
 ) -> Trajectory:
     """:func:`~jaxse3.sim.dynamics.simulate` over a batch, vmapped and compiled once.
@@ -66,9 +68,10 @@ def simulate_batch(
             B constant inputs).
         q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
         chunk_size: members simulated together: the batch runs as ``jax.lax.map(..., batch_size=chunk_size)``, a
-            loop over vmapped chunks (default ``None``: one vmap over the whole batch). Chunks bound the memory of
-            the intermediates; they are not needed for correctness (batched factorisations never reach jaxlib's
-            blocking LAPACK batch kernels, see :mod:`jaxse3._batched_linalg`).
+            loop over vmapped chunks (default ``None``: one vmap over the whole batch if it fits ``memory_budget``,
+            else chunks as large as fit). Chunks bound the memory of the intermediates; they are not needed for
+            correctness (batched factorisations never reach jaxlib's blocking LAPACK batch kernels, see
+            :mod:`jaxse3._batched_linalg`).
             With a fixed-step solver (``"newmark"``, ``"generalized-alpha"`` or their index-3 forms) the members of
             a chunk (``None``: of the whole batch) are integrated as one stack of systems on the shared fixed time
             grid (:func:`~jaxse3.sim.dynamics.simulate_stack`), not under ``vmap``, so that the modified Newton
@@ -76,6 +79,10 @@ def simulate_batch(
         devices: the devices to split the batch over (module docstring): a number (the first ones of
             ``jax.local_devices()``), a sequence of devices, or None for every local device; ``chunk_size`` then
             applies on each device.
+        memory_budget: bytes a device may give the batch when ``chunk_size`` is None (default
+            :func:`memory_budget`: half its memory). The one-vmap program is compiled first; if XLA's memory
+            analysis of it exceeds the budget, the batch runs in chunks sized from it (the memory grows in
+            proportion to the members), at the cost of a second compilation.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)
@@ -90,7 +97,12 @@ def simulate_batch(
     batched = (batch_system, batch_inputs, batch_q0)
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
     run = _SIMULATE_STACKS if kwargs.get("solver") in FIXED_STEP else _SIMULATE_BATCH
-    traj = run(system, inputs, q0, batched, chunk_size, kwargs, mesh)
+    try:
+        size = _batch_size((system, inputs, q0), batched)
+    except ValueError as e:
+        raise ValueError(f"simulate_batch: {e}") from None
+    args = lambda chunk: (system, inputs, q0, batched, chunk, kwargs, mesh)
+    traj = _within_budget("simulate_batch", run, args, size, chunk_size, memory_budget, mesh)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
         failed = int(jnp.sum(traj.result != 0))
         raise RuntimeError(
@@ -164,6 +176,40 @@ def _batch_size(args: tuple, batched: tuple[bool, ...]) -> int:
     return sizes.pop()
 
 
+def memory_budget(devices: Sequence[jax.Device] | None = None) -> int:
+    """The default ``memory_budget`` of a batch on ``devices`` (default: the first local device), in bytes: half a
+    GPU's memory (its allocator's ``bytes_limit``), or on a CPU half the machine's physical memory shared among its
+    CPU devices."""
+    device = (devices or jax.local_devices())[0]
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"]) // 2
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return total // (2 * max(1, sum(d.platform == "cpu" for d in jax.local_devices())))
+
+
+def _within_budget(who, compiled: Compiled, args, size: int, chunk_size, budget, mesh: Mesh | None):
+    """``compiled(*args(chunk_size))``; with ``chunk_size`` None the one-vmap program when XLA's memory analysis of
+    it fits ``budget`` (bytes per device), else chunks as large as fit."""
+    whole = args(chunk_size)
+    if chunk_size is not None or any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(whole)):
+        return compiled(*whole)
+    if budget is None:
+        budget = memory_budget(None if mesh is None else list(mesh.devices.flat))
+    elif not budget > 0:
+        raise ValueError(f"{who}: memory_budget must be a positive number of bytes, got {budget!r}")
+    need = compiled.memory(*whole)
+    if need is None or need <= budget:
+        return compiled(*whole)
+    per_device = -(-size // (1 if mesh is None else mesh.devices.size))
+    chunk = max(1, int(per_device * budget / need))
+    say(
+        f"{who}: one vmap over {per_device} members would need {need / 2**20:.0f} MiB per device, more than the "
+        f"budget of {budget / 2**20:.0f} MiB; running chunks of {chunk}"
+    )
+    return compiled(*args(chunk))
+
+
 def _check_chunk_size(who: str, chunk_size) -> None:
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size >= 1):
         raise ValueError(f"{who}: chunk_size must be a positive int or None, got {chunk_size!r}")
@@ -217,6 +263,7 @@ def solve_statics_batch(
     batch_system: bool = False,
     chunk_size: int | None = None,
     devices: int | Sequence[jax.Device] | None = None,
+    memory_budget: float | None = None,
     **kwargs: Any,
 ) -> StaticsSolution:
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
@@ -226,7 +273,7 @@ def solve_statics_batch(
     batch). Newton's loop under ``vmap`` runs until its slowest member has converged, every member paying each
     iteration; smaller chunks (down to 1, one member after the other) pay only their own members' iterations, at a
     smaller vectorisation gain per iteration. When the members need very different numbers of Newton iterations (the
-    adaptive load continuation rejects steps for some), chunks are faster. ``devices``: as for
+    adaptive load continuation rejects steps for some), chunks are faster. ``devices`` and ``memory_budget``: as for
     :func:`simulate_batch`.
     """
     _check_chunk_size("solve_statics_batch", chunk_size)
@@ -241,7 +288,13 @@ def solve_statics_batch(
     if kwargs.get("q0") is not None:
         check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
-    sol = _SOLVE_STATICS_BATCH(system, u, batch_system, chunk_size, kwargs, mesh)
+    batched = (batch_system, u is not None)
+    try:
+        size = _batch_size((system, u), batched)
+    except ValueError as e:
+        raise ValueError(f"solve_statics_batch: {e}") from None
+    args = lambda chunk: (system, u, batch_system, chunk, kwargs, mesh)
+    sol = _within_budget("solve_statics_batch", _SOLVE_STATICS_BATCH, args, size, chunk_size, memory_budget, mesh)
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
         failed = int(jnp.sum(~sol.converged))
         raise RuntimeError(

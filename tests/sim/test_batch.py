@@ -97,3 +97,29 @@ def test_newmark_batch_is_a_stack_equal_to_single_runs(chunk_size):
         assert int(batch.num_steps[k]) == int(one.num_steps)
     shared = simulate_batch(systems[1], u, chunk_size=chunk_size, **kw)  # only the inputs batched
     np.testing.assert_allclose(shared.q[1], simulate(systems[1], u[1], **kw).q, rtol=0, atol=1e-10)
+
+
+def test_a_batch_over_its_memory_budget_runs_in_chunks_that_fit(capsys):
+    """Without ``chunk_size`` a batch runs as one vmap when XLA's memory analysis of that program fits
+    ``memory_budget``, else in chunks sized from it; the results are the same members' (to round-off)."""
+    from jaxse3._compile import Compiled
+    from jaxse3.sim.batch import _NUMERIC, _SIMULATE_BATCH, memory_budget
+
+    s = standin.make(g=0.4)
+    u = jnp.asarray(np.random.default_rng(2).normal(size=(6, 2)))
+    whole = simulate_batch(s, u, **KW)
+    kwargs = {k: jnp.asarray(v, dtype=float) if k in _NUMERIC else v for k, v in KW.items()} | {"throw": False}
+    need = _SIMULATE_BATCH.memory(s, u, jnp.zeros(s.n_dof), (False, True, False), None, kwargs, None)
+    half = _SIMULATE_BATCH.memory(s, u[:3], jnp.zeros(s.n_dof), (False, True, False), None, kwargs, None)
+    assert need > half > 0  # the memory grows with the members
+    capsys.readouterr()
+    chunked = simulate_batch(s, u, memory_budget=need // 2, **KW)
+    message = capsys.readouterr().err
+    assert "more than the budget" in message and "running chunks of" in message
+    chunk = int(message.split("running chunks of ")[1].split()[0])
+    assert 1 <= chunk < 6
+    np.testing.assert_allclose(chunked.q, whole.q, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(simulate_batch(s, u, memory_budget=10 * need, **KW).q, whole.q, rtol=0, atol=0)
+    assert memory_budget() > 2**20 and isinstance(Compiled(lambda x: x + 1, "plus one").memory(jnp.ones(3)), int)
+    with pytest.raises(ValueError, match="memory_budget must be a positive"):
+        simulate_batch(s, u, memory_budget=0, **KW)
