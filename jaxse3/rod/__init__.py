@@ -26,6 +26,7 @@ API summary (all functions jit/vmap-able; float64 recommended; n = rod.n_dof, n_
     generalized_forces_derivatives(rod, q, qd, u=None, loads=None) -> (dtau_dq, dtau_dqd)
     forward_dynamics(rod, q, qd, u=None, loads=None) -> q̈ (n,)    # M⁻¹(τ − ID(q, q̇, 0)); custom_jvp
     forward_dynamics_jacobians(rod, q, qd, u=None, loads=None) -> (dFD_dq, dFD_dqd)
+    energy(rod, q, qd) -> Energy(kinetic, elastic, gravitational)  # .total; its gradient is the conservative force
     Loads(local=(n_p, 6) | None, world=(n_p, 6) | None, contact=CylinderContact(radius, stiffness, exponent=1.5))
     Loads.at_tip(rod, wrench, frame="world" | "local")          # physical wrenches (moment, force)
     actuation_matrix(rod, q) -> B (n, n_a)                       # u = tendon tensions, u ≥ 0 pulls
@@ -55,6 +56,8 @@ from jaxse3.rod._inverse_dynamics import (
 )
 from jaxse3.rod.basis import LegendreBasis, MonomialBasis, PiecewiseConstantBasis, StrainBasis, UserBasis
 from jaxse3.rod.dynamics import (
+    Energy,
+    energy,
     forward_dynamics,
     forward_dynamics_jacobians,
     generalized_forces,
@@ -125,6 +128,8 @@ __all__ = [
     "generalized_forces_derivatives",
     "forward_dynamics",
     "forward_dynamics_jacobians",
+    "Energy",
+    "energy",
     "actuation_matrix",
     "actuation_derivative",
     "internal_forces",

@@ -13,17 +13,26 @@ or the loads' values (e.g. when optimising a material) fall back to autodiff of 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
-from jaxse3.rod._inverse_dynamics import rnea
+from jaxse3.rod._inverse_dynamics import mass_matrix, rnea
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
-from jaxse3.rod.kinematics import check_state
+from jaxse3.rod.kinematics import check_state, forward_kinematics
 from jaxse3.rod.model import Rod
 
-__all__ = ["generalized_forces", "generalized_forces_derivatives", "forward_dynamics", "forward_dynamics_jacobians"]
+__all__ = [
+    "generalized_forces",
+    "generalized_forces_derivatives",
+    "forward_dynamics",
+    "forward_dynamics_jacobians",
+    "Energy",
+    "energy",
+]
 
 
 def _f(*arrays):
@@ -158,3 +167,32 @@ def forward_dynamics(
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
     return _fd(rod, q, qd, _u(rod, u, q.dtype), loads)
+
+
+class Energy(NamedTuple):
+    """The mechanical energy of a rod (:func:`energy`), in J."""
+
+    kinetic: Float[Array, ""]  # ½ q̇ᵀ M(q) q̇
+    elastic: Float[Array, ""]  # ½ qᵀ K q
+    gravitational: Float[Array, ""]  # −Σ_k m_k a_gᵀ r_k
+
+    @property
+    def total(self) -> Float[Array, ""]:
+        return self.kinetic + self.elastic + self.gravitational
+
+
+def energy(rod: Rod, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"]) -> Energy:
+    """The rod's mechanical energy at (q, q̇), in the discretisation the dynamics use, so that its gradient is the
+    dynamics' conservative force: kinetic ½ q̇ᵀM(q)q̇ (M of eq. (34)); elastic ½ qᵀKq, the strain energy
+    ½ ∫ (ξ − ξ*)ᵀ Σ (ξ − ξ*) dX by the rod's quadrature (K of D64, ξ − ξ* = Φq); gravitational −Σ_k m_k a_gᵀ r_k
+    over the computational points (m_k = w_k ρA(X_k), the translational entries of 𝓜_k; r_k the centreline; zero at
+    the base). Hence ∂(elastic + gravitational)/∂q = Kq + ID(q, 0, 0) and, along a motion,
+    dE/dt = q̇ᵀ(B(q)u − Dq̇ + Σ_k J_kᵀ𝓕ext_k): the tendons, the material damping and the external loads do work on
+    it."""
+    check_state(rod, q=q, qd=qd)
+    q, qd = _f(q, qd)
+    kinetic = 0.5 * qd @ mass_matrix(rod, q) @ qd
+    elastic = 0.5 * q @ rod.stiffness @ q
+    r = forward_kinematics(rod, q)[:, :3, 3] - rod.base_pose[:3, 3]
+    gravitational = -jnp.sum(rod.inertia[:, 3] * (r @ rod.gravity))
+    return Energy(kinetic, elastic, gravitational)

@@ -1,5 +1,6 @@
-"""float32 (``jax_enable_x64`` off, in a fresh process) against float64: the CDM's statics and dynamics, the CDM in
-contact with its cylinder, and a rigid 6-link arm (Featherstone's autoTree with random inertias) falling from rest.
+"""float32 (``jax_enable_x64`` off, in a fresh process) against float64: the CDM's statics, their gradient and
+dynamics, the energy of an undamped CDM, the CDM in contact with its cylinder, and a rigid 6-link arm (Featherstone's
+autoTree with random inertias) falling from rest.
 
 Budgets (observed in brackets): statics q within 1e−6 of float64 [2.1e−7], converging with the dtype's default Newton
 tolerance (1.2e−5: 1e−10 is below float32's round-off); the tip over 1 s within 1e−5 m by Kvaerno5 [4e−7 m at 2 s]
@@ -33,6 +34,16 @@ SCRIPT = textwrap.dedent(
     eq = solve_statics(system, np.full(5, 2.0))
     out["statics"] = np.asarray(eq.q).tolist()
     out["dtype"] = str(eq.q.dtype)
+    tip = lambda u: solve_statics(system, u).tip  # its derivative: the implicit-function rule
+    out["gradient"] = np.asarray(jax.jacfwd(tip)(np.full(5, 2.0))).tolist()
+    from jaxse3 import rod
+    from jaxse3.rod.geometry import Material
+
+    free = scenarios.cdm_system(material=Material(E=1e6, rho=1000.0, nu=0.5, damping=0.0))  # undamped
+    q0 = np.zeros(free.n_dof)
+    q0[1] = 3.0  # bent, released
+    tr = simulate(free, None, q0=q0, t_final=1.0, n_save=11, rtol=1e-6, atol=1e-8, progress=False)
+    out["energy"] = [float(rod.energy(free.params[0], q, qd).total) for q, qd in zip(tr.q, tr.qd)]
     for solver in ("kvaerno5", "newmark"):
         tr = simulate(system, scenarios.cdm_tensions(), t_final=1.0, n_save=11, solver=solver, progress=False)
         out[solver] = np.asarray(tr.tip).tolist()
@@ -50,6 +61,13 @@ SCRIPT = textwrap.dedent(
 )
 
 
+#: the statics tip's derivative by the tensions (implicit-function rule), m/N [1.7e−9; |∂tip/∂u| ≤ 8.6e−3 m/N]
+GRADIENT = 2e-8
+#: an undamped CDM released bent, 1 s by Kvaerno5 at rtol 1e−6: the energy's drift relative to |E(0)| [float32
+#: 1.1e−5, float64 1.1e−5: the integrator's, not the dtype's], and float32's distance from float64's [2.5e−7]
+ENERGY_DRIFT, ENERGY_GAP = 5e-5, 2e-6
+
+
 @pytest.mark.slow
 def test_the_cdm_in_float32_keeps_its_budgets_against_float64():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -60,6 +78,11 @@ def test_the_cdm_in_float32_keeps_its_budgets_against_float64():
         runs[bits] = json.loads(r.stdout.strip().splitlines()[-1])
     assert runs["32"]["dtype"] == "float32" and runs["64"]["dtype"] == "float64"
     np.testing.assert_allclose(runs["32"]["statics"], runs["64"]["statics"], atol=1e-6)
+    np.testing.assert_allclose(runs["32"]["gradient"], runs["64"]["gradient"], atol=GRADIENT)
+    energy = {bits: np.asarray(runs[bits]["energy"]) for bits in runs}
+    drift = {bits: np.abs(e - e[0]).max() / np.abs(e[0]) for bits, e in energy.items()}
+    assert drift["32"] <= ENERGY_DRIFT, drift
+    np.testing.assert_allclose(energy["32"], energy["64"], rtol=0, atol=ENERGY_GAP * np.abs(energy["64"][0]))
     np.testing.assert_allclose(runs["32"]["kvaerno5"], runs["64"]["kvaerno5"], atol=1e-5)
     np.testing.assert_allclose(runs["32"]["newmark"], runs["64"]["newmark"], atol=1e-5)
     np.testing.assert_allclose(runs["32"]["contact"], runs["64"]["contact"], atol=1e-5)
