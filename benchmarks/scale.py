@@ -6,6 +6,11 @@ starts), so on a CPU this measures the cost of sharding (padding, partitioned lo
 devices share the machine's cores. On a multi-GPU node the same command splits the batch over the GPUs.
 
     python benchmarks/scale.py [--batch 16] [--devices 4] [--chunk 4]
+
+``--chunks 0 8 64`` instead compares, on one device, one ``vmap`` over the whole batch (0) with chunks of the given
+sizes (``--t-final`` simulated per rod), the issue's "one vmap of 1024 implicit CDM runs":
+
+    python benchmarks/scale.py --batch 1024 --chunks 0 8 64 --t-final 1
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--devices", type=int, default=4)
     p.add_argument("--chunk", type=int, default=4, help="members per chunk for the chunked rows (default 4)")
+    p.add_argument("--chunks", type=int, nargs="*", help="one device: one vmap (0) against these chunk sizes")
+    p.add_argument("--t-final", type=float, default=0.2, help="simulated time per rod in s (default 0.2)")
     a = p.parse_args()
+    if a.chunks:
+        a.devices = 1
     if "jax" in sys.modules:
         raise RuntimeError("benchmarks/scale.py must set XLA_FLAGS before JAX is imported")
     flag = f"--xla_force_host_platform_device_count={a.devices}"
@@ -37,7 +46,10 @@ def main() -> None:
 
     system = scenarios.cdm_system()
     u = jnp.asarray(np.abs(np.random.default_rng(0).normal(size=(a.batch, 5))) * 3.0)
-    kw = dict(t_final=0.2, n_save=3)
+    kw = dict(t_final=a.t_final, n_save=3)
+    if a.chunks:
+        compare_chunks(system, u, a.chunks, kw, first_and_median)
+        return
     rows, results = [], {}
     for chunk in (None, a.chunk):
         for devices in (1, a.devices):
@@ -53,6 +65,27 @@ def main() -> None:
         diff = float(np.max(np.abs(np.asarray(results[chunk, devices]) - np.asarray(results[chunk, 1]))))
         label = chunk or "one vmap"
         print(f"| {label} | {devices} | {first:.1f} s | {run_s:.3f} s | {run_s / base:.2f} | {diff:.1e} |")
+
+
+def compare_chunks(system, u, chunks, kw, first_and_median) -> None:
+    """One vmap over the batch (chunk 0) and the given chunk sizes, on one device: time and rods per second."""
+    import numpy as np
+
+    from jaxse3.sim import simulate_batch
+
+    B, rows, ref = u.shape[0], [], None
+    for chunk in chunks:
+        run = lambda: simulate_batch(system, u, chunk_size=chunk or None, devices=1, **kw)
+        traj, first, median = first_and_median(run, repeats=1)
+        ref = traj.q if ref is None else ref
+        rows.append((chunk, first, median, float(np.max(np.abs(np.asarray(traj.q) - np.asarray(ref))))))
+    best = min(r[2] for r in rows)
+    print(f"CDM, batch {B}, {kw['t_final']:g} s Kvaerno5 each, one device")
+    print("| chunk | first call (compile + run) | run | rod-s per wall-s | ÷ best | max |Δq| vs the first row |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for chunk, first, run_s, diff in rows:
+        rate, label = B * kw["t_final"] / run_s, chunk or "one vmap"
+        print(f"| {label} | {first:.1f} s | {run_s:.1f} s | {rate:.1f} | {run_s / best:.2f} | {diff:.1e} |")
 
 
 if __name__ == "__main__":

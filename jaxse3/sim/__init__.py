@@ -16,7 +16,7 @@ file run chunk by chunk, resumably, on one or many processes (:mod:`jaxse3.sim.s
 
 from jaxse3.sim import energy_statics  # statics of the strain-field rod by energy minimisation
 from jaxse3.sim._multibody import simulate_multibody
-from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack
+from jaxse3.sim.batch import simulate_batch, solve_statics_batch, stack, vmap_on_devices
 from jaxse3.sim.dynamics import ADJOINTS, FIXED_STEP, INDEX3, SOLVERS, StepChord, constraint_forces, simulate
 from jaxse3.sim.modes import Modes, natural_modes
 from jaxse3.sim.statics import StaticsSolution, solve_statics
@@ -63,6 +63,7 @@ __all__ = [
     "simulate_batch",
     "solve_statics_batch",
     "stack",
+    "vmap_on_devices",
     "Sweep",
     "SweepResult",
     "read_sweep",

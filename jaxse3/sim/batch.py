@@ -33,7 +33,7 @@ from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
 from jaxse3.sim.system import System
 from jaxse3.sim.trajectory import Trajectory
 
-__all__ = ["stack", "simulate_batch", "solve_statics_batch", "memory_budget"]
+__all__ = ["stack", "simulate_batch", "solve_statics_batch", "vmap_on_devices", "memory_budget"]
 
 
 def stack(items: Sequence[PyTree[ArrayLike]]) -> PyTree[Array]:
@@ -311,6 +311,23 @@ def _solve_statics_batch(system, u, batch_system, chunk_size, kwargs, mesh) -> S
     return _on_devices(run, (system, u), batched, mesh)
 
 
+def vmap_on_devices(fn: Callable[..., Any], *args: Any, devices: int | Sequence[jax.Device] | None = None) -> Any:
+    """``jax.vmap(fn)(*args)``, compiled, with the batch (the leading axis of every array leaf of ``args``) split over
+    ``devices`` as :func:`simulate_batch` splits its batch (module docstring): any batched computation, e.g. a batch
+    of trajectory optimisations, ``vmap_on_devices(lambda target: optim.solve_ddp(*arm_reach(target)), targets)``.
+    ``fn`` is compile-time structure: pass the same function object to reuse the compilation."""
+    mesh = _mesh("vmap_on_devices", devices)
+    try:
+        _batch_size(args, (True,) * len(args))
+    except ValueError as e:
+        raise ValueError(f"vmap_on_devices: {e}") from None
+    return _VMAP_ON_DEVICES(fn, args, mesh)
+
+
+def _vmap_on_devices(fn, args, mesh):
+    return _on_devices(jax.vmap(fn), args, (True,) * len(args), mesh)
+
+
 def _on(mesh: Mesh | None) -> str:
     return "" if mesh is None else f", on {mesh.devices.size} devices"
 
@@ -320,6 +337,9 @@ def _describe(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> str:
 
 
 _SIMULATE_BATCH = Compiled(_simulate_batch, "simulate_batch", _describe, cacheable=True)
+_VMAP_ON_DEVICES = Compiled(
+    _vmap_on_devices, "vmap_on_devices", lambda fn, args, mesh: f"{len(args)} arguments{_on(mesh)}"
+)
 _SIMULATE_STACKS = Compiled(_simulate_stacks, "simulate_batch", _describe, cacheable=True)
 _SOLVE_STATICS_BATCH = Compiled(
     _solve_statics_batch,

@@ -1,5 +1,6 @@
 """Batches under vmap equal loops of single runs (inputs, systems, initial states batched)."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -123,3 +124,15 @@ def test_a_batch_over_its_memory_budget_runs_in_chunks_that_fit(capsys):
     assert memory_budget() > 2**20 and isinstance(Compiled(lambda x: x + 1, "plus one").memory(jnp.ones(3)), int)
     with pytest.raises(ValueError, match="memory_budget must be a positive"):
         simulate_batch(s, u, memory_budget=0, **KW)
+
+
+def test_vmap_on_one_device_is_vmap_and_names_mismatched_batches():
+    from jaxse3.sim import vmap_on_devices
+
+    f = lambda x, y: jnp.sin(x) * y[0] + y[1]
+    x, y = jnp.linspace(0.0, 1.0, 5), jnp.arange(10.0).reshape(5, 2)
+    np.testing.assert_array_equal(vmap_on_devices(f, x, y, devices=1), jax.vmap(f)(x, y))
+    with pytest.raises(ValueError, match="vmap_on_devices: the batched arguments have different batch sizes"):
+        vmap_on_devices(f, x, y[:3])
+    with pytest.raises(ValueError, match="devices must be"):
+        vmap_on_devices(f, x, y, devices=99)

@@ -1,7 +1,7 @@
 """Batches split over devices (``simulate_batch(..., devices=)``, ``solve_statics_batch``): four CPU devices forced
 by ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` in a fresh process (JAX reads the flag once), the sharded
-results against the same batch on one device, for an adaptive implicit solver, the Newmark stacks and statics; a
-batch of 6 over 4 devices also exercises the padding."""
+results against the same batch on one device, for an adaptive implicit solver, the Newmark stacks, statics and any
+vmapped function (``vmap_on_devices``); a batch of 6 over 4 devices also exercises the padding."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     import numpy as np
 
     jax.config.update("jax_enable_x64", True)
-    from jaxse3.sim import simulate_batch, solve_statics_batch
+    from jaxse3.sim import simulate_batch, solve_statics, solve_statics_batch, vmap_on_devices
     from tests.sim import standin
 
     system = standin.make(g=1.5)
@@ -35,6 +35,10 @@ SCRIPT = textwrap.dedent(
         out[solver + " held by"] = len(spread.q.sharding.device_set)
     spread, one = (solve_statics_batch(system, u, devices=d) for d in (None, 1))
     out["statics"] = float(jnp.max(jnp.abs(spread.q - one.q)))
+    equilibrium = lambda u: solve_statics(system, u).q  # any vmappable computation
+    spread = vmap_on_devices(equilibrium, u)
+    out["vmap"] = float(np.max(np.abs(np.asarray(spread) - np.asarray(jax.jit(jax.vmap(equilibrium))(u)))))
+    out["vmap held by"] = len(spread.sharding.device_set)
     try:
         simulate_batch(system, u, devices=5, t_final=0.1)
     except ValueError as e:
@@ -58,4 +62,5 @@ def test_a_batch_split_over_four_devices_equals_one_device():
         assert out[solver + " steps"]
         assert out[solver + " held by"] == 4
     assert out["statics"] <= 1e-12
+    assert out["vmap"] <= 1e-12 and out["vmap held by"] == 4
     assert "devices must be between 1 and the 4 local devices, got 5" in out["error"]
