@@ -348,3 +348,14 @@ def test_two_processes_gather_the_single_process_results(tmp_path, model_file):
     for key in single.fields:
         np.testing.assert_array_equal(gathered[key], single[key])
     assert jax.process_count() == 1  # this process never joined them
+
+
+def test_the_example_sweep_runs_as_documented(tmp_path):
+    """examples/sweeps/cdm_workspace.toml (the README's and docs/scale.md's): 64 equilibria of the CDM, each stable
+    and within the reach of the rod (0.5 m from its base)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "examples", "sweeps", "cdm_workspace.toml")
+    result = run_sweep(path, os.path.join(tmp_path, "out"), progress=False)
+    assert result.complete and result.ok.all() and result["stable"].all()
+    assert result["tip"].shape == (64, 3) and np.all(np.linalg.norm(result["tip"], axis=1) < 0.5)
+    assert np.ptp(result["tip"][:, 0]) > 0.05 and np.ptp(result["tip"][:, 1]) > 0.05  # the tensions spread the tip
