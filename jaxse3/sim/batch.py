@@ -97,10 +97,7 @@ def simulate_batch(
     batched = (batch_system, batch_inputs, batch_q0)
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
     run = _SIMULATE_STACKS if kwargs.get("solver") in FIXED_STEP else _SIMULATE_BATCH
-    try:
-        size = _batch_size((system, inputs, q0), batched)
-    except ValueError as e:
-        raise ValueError(f"simulate_batch: {e}") from None
+    size = _batch_size((system, inputs, q0), batched, "simulate_batch")
     args = lambda chunk: (system, inputs, q0, batched, chunk, kwargs, mesh)
     traj = _within_budget("simulate_batch", run, args, size, chunk_size, memory_budget, mesh)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
@@ -169,10 +166,12 @@ def _on_devices(run: Callable[..., Any], args: tuple, batched: tuple[bool, ...],
     return jax.tree.map(lambda y: jax.lax.with_sharding_constraint(y, split)[:size], out)
 
 
-def _batch_size(args: tuple, batched: tuple[bool, ...]) -> int:
+def _batch_size(args: tuple, batched: tuple[bool, ...], who: str = "") -> int:
+    """The common leading size of the batched arguments' arrays; ``who`` names the caller in the error."""
     sizes = {leaf.shape[0] for x, b in zip(args, batched) if b for leaf in jax.tree.leaves(eqx.filter(x, eqx.is_array))}
     if len(sizes) != 1:
-        raise ValueError(f"the batched arguments have different batch sizes {sorted(sizes)}")
+        prefix = f"{who}: " if who else ""
+        raise ValueError(f"{prefix}the batched arguments have different batch sizes {sorted(sizes)}")
     return sizes.pop()
 
 
@@ -224,10 +223,7 @@ def _simulate_batch(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> Tr
 def _simulate_stacks(system, inputs, q0, batched, chunk_size, kwargs, mesh) -> Trajectory:
     """Newmark: chunks of ``chunk_size`` members (the last one padded by repeating the last member), each integrated
     as one stack, one chunk after the other (on each device of ``mesh``)."""
-    try:
-        B = _batch_size((system, inputs, q0), batched)
-    except ValueError as e:
-        raise ValueError(f"simulate_batch: {e}") from None
+    B = _batch_size((system, inputs, q0), batched)  # checked by simulate_batch
     q0 = q0 if batched[2] else jnp.broadcast_to(q0, (B, system.n_dof))
     batched = (*batched[:2], True)
     run = lambda *args: _stacks(*args, batched, chunk_size, kwargs)
@@ -289,10 +285,7 @@ def solve_statics_batch(
         check_finite("solve_statics_batch", "q0", jnp.asarray(kwargs["q0"], dtype=float))
     throw, kwargs = kwargs.pop("throw", True), {**kwargs, "throw": False}  # raised here, not from the program
     batched = (batch_system, u is not None)
-    try:
-        size = _batch_size((system, u), batched)
-    except ValueError as e:
-        raise ValueError(f"solve_statics_batch: {e}") from None
+    size = _batch_size((system, u), batched, "solve_statics_batch")
     args = lambda chunk: (system, u, batch_system, chunk, kwargs, mesh)
     sol = _within_budget("solve_statics_batch", _SOLVE_STATICS_BATCH, args, size, chunk_size, memory_budget, mesh)
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
@@ -317,10 +310,7 @@ def vmap_on_devices(fn: Callable[..., Any], *args: Any, devices: int | Sequence[
     of trajectory optimisations, ``vmap_on_devices(lambda target: optim.solve_ddp(*arm_reach(target)), targets)``.
     ``fn`` is compile-time structure: pass the same function object to reuse the compilation."""
     mesh = _mesh("vmap_on_devices", devices)
-    try:
-        _batch_size(args, (True,) * len(args))
-    except ValueError as e:
-        raise ValueError(f"vmap_on_devices: {e}") from None
+    _batch_size(args, (True,) * len(args), "vmap_on_devices")
     return _VMAP_ON_DEVICES(fn, args, mesh)
 
 
