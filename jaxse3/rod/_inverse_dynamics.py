@@ -400,7 +400,8 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
     if run > 1:
         joint_xs = jax.tree.map(lambda a: a.reshape((-1, run) + a.shape[1:]), joint_xs)
     xs = (*joint_xs[:2], start, *joint_xs[2:])
-    _, rows = jax.lax.scan(step if run == 1 else run_step, c0, xs, reverse=True)
+    steps = jax.tree.leaves(xs)[0].shape[0]  # a short pass runs unrolled, as the forward pass
+    _, rows = jax.lax.scan(step if run == 1 else run_step, c0, xs, reverse=True, unroll=steps <= UNROLLED_STEPS)
     return _sum_over_joints(rows)
 
 
