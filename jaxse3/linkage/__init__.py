@@ -8,10 +8,10 @@ vocabulary and one set of functions ``(linkage, q, q̇, …)``.
 
 Layout (as :mod:`jaxse3.rigid`, a flat namespace over private modules, each importing only the ones before it):
 ``_model`` (:class:`Link`, :class:`Linkage`); ``_dynamics`` (the forward pass over the links' computational points,
-the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, generalised forces); ``_derivatives`` (the
-recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward pass); ``_rules``
-(:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the Jacobians of τ and FD;
-a linkage of rigid links alone runs on :mod:`jaxse3.rigid` through :meth:`Linkage.to_rigid`);
+the plain inverse dynamics :func:`inverse_dynamics_autodiff`, mass matrix, :func:`energy`, generalised forces);
+``_derivatives`` (the recursions of seed 003 over the tree: ID, ∂ID/∂q, ∂ID/∂q̇, M in one forward and one backward
+pass); ``_rules`` (:func:`inverse_dynamics` and :func:`forward_dynamics` with their ``custom_jvp`` rules, the
+Jacobians of τ and FD; a linkage of rigid links alone runs on :mod:`jaxse3.rigid` through :meth:`Linkage.to_rigid`);
 ``_control`` (joint-coordinate control, seed 003 §5.1: :class:`JointControl`, the reduced forward dynamics with its
 rule, the residual, the prescribed joints' efforts); ``_closure`` (loop-closure constraints of closed chains, seed
 003 §5.2: :class:`Closure`, the error, constraint matrix, its rate, the Baumgarte-stabilised forward dynamics with
@@ -42,6 +42,7 @@ from ._control import (
 from ._derivatives import IDDerivatives as IDDerivatives, tree_derivatives as tree_derivatives
 from ._dynamics import (
     PointStates as PointStates,
+    energy as energy,
     forward_kinematics as forward_kinematics,
     generalized_forces as generalized_forces,
     integrate as integrate,
@@ -90,6 +91,7 @@ __all__ = [
     "tree_derivatives",
     "IDDerivatives",
     "mass_matrix",
+    "energy",
     "generalized_forces",
     "generalized_forces_derivatives",
     "forward_dynamics",

@@ -54,6 +54,7 @@ __all__ = [
     "inverse_dynamics_and_mass",
     "dynamics_of_states",
     "mass_matrix",
+    "energy",
     "generalized_forces",
     "check_state",
     "joint_transform",
@@ -343,6 +344,30 @@ def inverse_dynamics_autodiff(
 def mass_matrix(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
     """M(q) = Σ_k J_kᵀ 𝓜_k J_k + diag(armature) (seed 003 eqs. (32), (34))."""
     return inverse_dynamics_and_mass(linkage, q)[1]
+
+
+def energy(linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"]) -> rods.Energy:
+    """The linkage's mechanical energy at (q, q̇) (a :class:`jaxse3.rod.Energy`, ``.total``), in the discretisation
+    the dynamics use: kinetic ½ q̇ᵀM(q)q̇ (:func:`mass_matrix`: armature and, in a fluid, added mass included); elastic
+    ½ q_iᵀK_i q_i over the soft links (each rod's strain energy, as :func:`jaxse3.rod.energy`); gravitational
+    −Σ_k m_k a_gᵀ c_k over the computational points (m_k the mass gravity acts on, less the buoyancy in a fluid; c_k
+    the centre of mass in the world; zero at the world origin). Hence ∂(elastic + gravitational)/∂q is the negative
+    of the residual at rest without inputs, and along a motion the inputs, the rods' damping and the fluid's drag do
+    work on it."""
+    args = check_state("energy", linkage, q=q, qd=qd)
+    q, qd = args["q"], args["qd"]
+    pts = point_states(linkage, q)
+    M = pts.M_gravity
+    mass = M[:, 3, 3]
+    first_moment = jnp.stack([M[:, 2, 4], M[:, 0, 5], M[:, 1, 3]], axis=-1)  # m c from 𝓜 = [[I, m ĉ], [m ĉᵀ, m]]
+    c = jnp.einsum("kij,kj->ki", pts.g[:, :3, :3], first_moment) + mass[:, None] * pts.g[:, :3, 3]  # m_k c_k (world)
+    gravitational = -jnp.sum(c @ linkage.gravity.astype(c.dtype))
+    elastic = jnp.zeros((), q.dtype)
+    for i, link in enumerate(linkage.links):
+        if link.joint == "soft":
+            qi = q[linkage.q_slice(i)]
+            elastic = elastic + 0.5 * qi @ link.body.stiffness @ qi
+    return rods.Energy(0.5 * qd @ mass_matrix(linkage, q) @ qd, elastic, gravitational)
 
 
 def generalized_forces(

@@ -6,8 +6,10 @@ solver's settings::
     model = "cdm"                 # a built-in model ("cdm", "cdm-contact") or a model file (jaxse3.linkage's format),
                                   #   its path relative to the sweep file
     kind = "statics"              # "statics" (equilibria: solve_statics) or "simulate" (motions: simulate)
-    record = ["tip", "q"]         # statics: q, tip, residual_norm, stable; simulate: t, tip, q, qd, points, u
-                                  #   (default tip); the solver's status (result, num_steps) is always recorded
+    record = ["tip", "q"]         # statics: q, tip, residual_norm, stable, energy; simulate: t, tip, q, qd,
+                                  #   points, u, energy (default tip); energy: the total mechanical energy at
+                                  #   each recorded state; the solver's status (result, num_steps) is always
+                                  #   recorded
     chunk = 16                    # members per chunk: the unit of work, of commit and of resumption (default 16)
     devices = 2                   # optional: the local devices each chunk is split over (default all)
 
@@ -57,8 +59,10 @@ from typing import Any
 
 import diffrax
 import jax
+import jax.numpy as jnp
 import numpy as np
 import tomllib
+from jaxtyping import Array
 
 from jaxse3.linkage import read_toml
 from jaxse3.rod.geometry import Material
@@ -75,7 +79,10 @@ BUILT_IN = {"cdm": scenarios.cdm_system, "cdm-contact": scenarios.cdm_contact_sy
 #: a built-in model's material parameters: the names of a sweep file, in :class:`~jaxse3.rod.geometry.Material`'s
 _MATERIAL = ("young", "density", "poisson", "damping")
 #: what a sweep can record, by kind
-KINDS = {"statics": ("q", "tip", "residual_norm", "stable"), "simulate": ("t", "tip", "q", "qd", "points", "u")}
+KINDS = {
+    "statics": ("q", "tip", "residual_norm", "stable", "energy"),
+    "simulate": ("t", "tip", "q", "qd", "points", "u", "energy"),
+}
 #: the solver's status, recorded for every member
 _STATUS = ("result", "num_steps")
 #: the settings of each kind and their types
@@ -271,6 +278,8 @@ class _Model:
             group, key = self._classify(name)
             self.columns[group].append((j, key))
         self._cache: dict[tuple[float, ...], System] = {}
+        if "energy" in sweep.record and self.system.energy is None:
+            raise _fail(f"{sweep.name}: record", f"the model {sweep.model!r} has no energy function to record")
         if self.columns["system"]:  # refuse early a parameter that changes the structure or that the model lacks
             for row in (sweep.values[0], sweep.values[-1]):
                 self._check_structure(row)
@@ -394,9 +403,21 @@ class _Model:
                 **common,
                 **settings,
             )
-        fields = {key: getattr(out, key) for key in (*sweep.record, *_STATUS)}
+        fields = {key: getattr(out, key) for key in (*sweep.record, *_STATUS) if key != "energy"}
+        if "energy" in sweep.record:
+            fields["energy"] = _total_energy(system, out.q, None if sweep.kind == "statics" else out.qd, systemwise)
         fields["result"] = getattr(fields["result"], "_value", fields["result"])  # statics: an enumeration item
         return {key: np.asarray(value) for key, value in fields.items()}
+
+
+def _total_energy(system: System, q: Array, qd: Array | None, batched: bool) -> Array:
+    """The members' total mechanical energy (``system.energy``) at their recorded states: q (k, n) at rest for
+    statics, (k, n_save, n) with q̇ for simulations."""
+    qd = jnp.zeros_like(q) if qd is None else qd
+    at = lambda params, q, qd: system.energy(params, q, qd).total
+    for _ in range(q.ndim - 2):  # the samples of a simulation
+        at = jax.vmap(at, in_axes=(None, 0, 0))
+    return jax.jit(jax.vmap(at, in_axes=(0 if batched else None, 0, 0)))(system.params, q, qd)
 
 
 @dataclass(frozen=True)

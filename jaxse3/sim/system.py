@@ -79,6 +79,9 @@ class System(eqx.Module):
             the constraints' multipliers λ (n_constraints,) as independent variables (eq. (52a)), for the index-3
             Newmark-β (``solver="newmark-index3"``); ``None`` without constraints.
         n_constraints: number of rows of ``constraint`` (0 without).
+        energy: ``(params, q, q̇) -> Energy(kinetic, elastic, gravitational)`` (:class:`jaxse3.rod.Energy`, ``.total``),
+            the mechanical energy (rods: :func:`jaxse3.rod.energy`; linkages: :func:`jaxse3.linkage.energy`), or
+            ``None`` where the model has none.
     """
 
     params: Any
@@ -93,6 +96,7 @@ class System(eqx.Module):
     constraint: Callable | None = eqx.field(static=True, default=None)
     multiplier_residual: Callable | None = eqx.field(static=True, default=None)
     n_constraints: int = eqx.field(static=True, default=0)
+    energy: Callable | None = eqx.field(static=True, default=None)
 
     def acceleration(
         self, q: Float[Array, " n_dof"], qd: Float[Array, " n_dof"], u: Float[Array, " n_inputs"]
@@ -151,6 +155,10 @@ def _rod_points(params, q):
     return rods.forward_kinematics(params[0], q)[:, :3, 3]
 
 
+def _rod_energy(params, q, qd):
+    return rods.energy(params[0], q, qd)
+
+
 def _rod_scale_loads(params, lam):
     """Gravity and the point wrenches scaled by λ; contact is a reaction and is not scaled."""
     rod, loads = params
@@ -176,6 +184,7 @@ def rod_system(rod: rods.Rod, loads: rods.Loads | None = None) -> System:
         rod.n_tendons,
         _rod_scale_loads,
         _rod_rest_residual,
+        energy=_rod_energy,
     )
 
 
@@ -239,6 +248,14 @@ def _linkage_residual(linkage, q, qd, qdd, u):
 
 def _linkage_points(linkage, q):
     return linkages.forward_kinematics(linkage, q)[:, :3, 3]
+
+
+def _linkage_energy(linkage, q, qd):
+    return linkages.energy(linkage, q, qd)
+
+
+def _nested_linkage_energy(params, q, qd):  # a JointControl or a ClosedChain: its linkage's energy
+    return linkages.energy(params.linkage, q, qd)
 
 
 def _linkage_scale_loads(linkage, lam):
@@ -510,6 +527,7 @@ def linkage_system(
             constraint=_closed_constraint,
             multiplier_residual=_closed_multiplier_residual,
             n_constraints=sum(c.k for c in closures) + len(control.known),
+            energy=_nested_linkage_energy,
         )
     if closures:
         return System(
@@ -523,6 +541,7 @@ def linkage_system(
             constraint=_closed_constraint,
             multiplier_residual=_closed_multiplier_residual,
             n_constraints=sum(c.k for c in closures),
+            energy=_nested_linkage_energy,
         )
     if prescribed:
         control = linkages.JointControl(linkage, prescribed)
@@ -534,6 +553,7 @@ def linkage_system(
             linkage.nv,
             control.n_inputs,
             _controlled_scale_loads,
+            energy=_nested_linkage_energy,
         )
     return System(
         linkage,
@@ -543,6 +563,7 @@ def linkage_system(
         linkage.nv,
         linkage.n_inputs,
         _linkage_scale_loads,
+        energy=_linkage_energy,
     )
 
 

@@ -68,6 +68,22 @@ def test_undamped_hybrid_linkage_conserves_energy():
     np.testing.assert_allclose(energy, energy[0], atol=1e-6 * swing)
 
 
+def test_energy_is_the_written_out_sum_and_its_gradient_the_force_at_rest():
+    """``linkage.energy`` against the sum written above, its parts against their definitions, and the gradient of
+    elastic + gravitational against the residual at rest (the recursions' generalised forces) at random states."""
+    system = sim.linkage_system(PENDULUM)
+    assert system.energy is not None
+    potential = jax.jit(jax.grad(lambda q: (lambda e: e.elastic + e.gravitational)(lk.energy(PENDULUM, q, 0 * q))))
+    for seed in range(3):
+        k = jax.random.split(jax.random.PRNGKey(seed), 2)
+        q, qd = 0.5 * jax.random.normal(k[0], (PENDULUM.nq,)), jax.random.normal(k[1], (PENDULUM.nv,))
+        e = lk.energy(PENDULUM, q, qd)
+        np.testing.assert_allclose(e.total, _energy(PENDULUM, q, qd), rtol=1e-13)
+        np.testing.assert_allclose(e.kinetic, 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd, rtol=1e-13)
+        np.testing.assert_allclose(potential(q), -system.statics_residual(q, jnp.zeros(system.n_inputs)), atol=1e-11)
+        np.testing.assert_allclose(system.energy(system.params, q, qd).total, e.total, rtol=1e-15)
+
+
 def test_static_equilibrium_is_stationary_for_the_potential_energy():
     system = sim.linkage_system(PENDULUM)
     sol = sim.solve_statics(system, q0=jnp.zeros(PENDULUM.nq).at[0].set(0.3))

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxse3 import linkage, rigid, rod, sim
 from jaxse3.cli import main
 from jaxse3.rod.geometry import Material
 from jaxse3.sim import load_sweep, read_sweep, run_sweep, scenarios, simulate, solve_statics, sweep as sweeps
@@ -147,7 +148,7 @@ def test_model_file_parameters_that_change_the_structure_or_do_not_exist_are_ref
 
 CDM_SWEEP = """
 model = "cdm"
-record = ["tip", "q", "stable"]
+record = ["tip", "q", "stable", "energy"]
 chunk = 2
 [settings]
 rtol = 1e-10
@@ -172,6 +173,8 @@ def test_cdm_statics_members_equal_direct_solves(tmp_path):
         np.testing.assert_allclose(result["tip"][i], direct.tip, atol=1e-11)
         np.testing.assert_allclose(result["q"][i], direct.q, atol=1e-9)
         assert bool(result["stable"][i]) == bool(direct.stable)
+        rest = rod.energy(system.params[0], direct.q, jnp.zeros_like(direct.q)).total
+        np.testing.assert_allclose(result["energy"][i], rest, rtol=1e-9)
     assert np.linalg.norm(result["tip"][4] - result["tip"][0]) > 1e-2  # the tension moves the tip
     loaded = load_sweep(out)
     assert loaded.names == result.names and loaded.complete
@@ -211,7 +214,7 @@ def test_simulation_members_equal_direct_simulations(tmp_path, model_file):
         """
         model = "arm.toml"
         kind = "simulate"
-        record = ["t", "tip", "q"]
+        record = ["t", "tip", "q", "qd", "energy"]
         chunk = 2
         [settings]
         t_final = 0.1
@@ -231,7 +234,17 @@ def test_simulation_members_equal_direct_simulations(tmp_path, model_file):
         q0 = jnp.array([0.0, bend])
         direct = simulate(system, jnp.zeros(0), q0=q0, t_final=0.1, solver="tsit5", rtol=1e-9, atol=1e-11, n_save=5)
         np.testing.assert_allclose(result["q"][i], direct.q, atol=1e-9)
+        energy = [linkage.energy(system.params, q, qd).total for q, qd in zip(direct.q, direct.qd)]
+        np.testing.assert_allclose(result["energy"][i], energy, rtol=1e-9, atol=1e-12)
     assert np.abs(result["tip"][1] - result["tip"][0]).max() > 1e-2
+    assert result["energy"].shape == (2, 5) and result["energy"][1, 0] > result["energy"][0, 0]  # bent: elastic
+
+
+def test_a_model_without_energy_refuses_to_record_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sweeps.BUILT_IN, "cdm", lambda **_: sim.rigid_system(rigid.auto_tree(2, seed=0)))
+    path = _write(tmp_path, "s.toml", 'model = "cdm"\nrecord = ["energy"]\n[parameters]\n"inputs[0]" = [0.0, 1.0]\n')
+    with pytest.raises(ValueError, match="the model 'cdm' has no energy function to record"):
+        run_sweep(path, os.path.join(tmp_path, "out"), progress=False)
 
 
 def test_failed_members_keep_their_place_and_reason(tmp_path):
