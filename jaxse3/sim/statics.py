@@ -20,6 +20,8 @@ silent: with ``throw=True`` the solve raises; with ``throw=False`` :class:`Stati
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -114,12 +116,22 @@ def solve_statics(
     atol: float | None = None,
     max_steps: int = 50,
     load_steps: int | None = None,
+    start: tuple[System, jax.Array] | None = None,
     throw: bool = True,
 ) -> StaticsSolution:
     """Solve ``τ(q, 0, u) + F(q, 0) − ID(q, 0, 0) = 0`` for q by Newton with load continuation (seed 003 eq. (13)).
 
     The load factor λ scales u and, for a rod system, gravity and the applied point wrenches; ``R(q; λ) = 0`` is
     followed from ``(q0, λ = 0)`` to ``λ = 1``.
+
+    ``start=(system0, u0)``: continue instead from a solved neighbour, q0 an equilibrium of ``system0`` (the same
+    model, other numbers: loads, gravity, stiffness, geometry) under ``u0``. The continuation then follows the straight
+    line between the two, the parameters ``(1 − λ) θ0 + λ θ`` and inputs ``(1 − λ) u0 + λ u``, nothing scaled to
+    zero: a batch of loads around a common one (random wrenches on a robot under gravity, random joint angles)
+    starts every member from the common equilibrium, solved once, and costs each member a few Newton iterations
+    instead of the whole path from the unloaded state; and a multistable structure (the parallel robot) stays on the
+    branch of the equilibrium it starts from while its load changes, where a continuation from the unloaded state may
+    reach another. A closed chain's multipliers start from zero at q0 (the first Newton iterate solves for them).
 
     A system with constraints (a closed chain, :func:`~jaxse3.sim.linkage_system` with ``closures``) is solved for
     (q, λ) together (seed 003 eq. (52) at rest): ``R = [r(q, 0, 0, λ, u); e(q, u)] = 0`` with Newton's matrix
@@ -156,6 +168,8 @@ def solve_statics(
             float32).
         max_steps: Newton iterations per load step.
         load_steps: None (adaptive continuation) or the number of equal load increments.
+        start: None (from the unloaded system) or ``(system0, u0)``, the system (of ``system``'s structure) and inputs
+            whose equilibrium q0 is (above).
         throw: raise on failure (naming the cause); if False, inspect ``converged``/``result``.
 
     Returns:
@@ -175,12 +189,14 @@ def solve_statics(
         raise ValueError(f"solve_statics: q0 must have shape ({n},), got {q0.shape}")
     check_finite("solve_statics", "q0", q0)
     rtol, atol = (default_tolerance(q0.dtype) if x is None else x for x in (rtol, atol))
+    if start is not None:
+        start = _checked_start(system, start)
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((system, u, q0, rtol, atol))):
         announce_trace("solve_statics", f"{system.n_dof} DoF")
-        return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw)
+        return _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw, start)
     # called with concrete values: a program without host callbacks (it enters the persistent cache, its first
     # compile is announced), and the failure raised from here
-    sol = _SOLVE(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, False)
+    sol = _SOLVE(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, False, start)
     if throw and not bool(sol.converged):
         raise RuntimeError(
             f"solve_statics: {sol.message} (residual {float(sol.residual_norm):.3g} after "
@@ -189,10 +205,38 @@ def solve_statics(
     return sol
 
 
-def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual) -> jax.Array:
-    """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a));
+def _checked_start(system: System, start: Any) -> tuple[System, jax.Array]:
+    """``start = (system0, u0)`` checked against ``system``: a System of the same structure and inputs (n_inputs,)."""
+    if not (isinstance(start, tuple) and len(start) == 2 and isinstance(start[0], System)):
+        raise ValueError(f"solve_statics: start must be a tuple (system0, u0), got {type(start).__name__}")
+    system0, u0 = start
+    u0 = jnp.asarray(u0, dtype=float)
+    if jax.tree.structure(system0) != jax.tree.structure(system) or any(
+        jnp.shape(a) != jnp.shape(b) for a, b in zip(jax.tree.leaves(system0), jax.tree.leaves(system))
+    ):
+        raise ValueError(
+            "solve_statics: start's system must have the structure of system (the same model with other numbers: "
+            "equal static fields and array shapes)"
+        )
+    if u0.shape != (system.n_inputs,):
+        raise ValueError(f"solve_statics: start's inputs u0 must have shape ({system.n_inputs},), got {u0.shape}")
+    check_finite("solve_statics", "start's u0", u0)
+    return system0, u0
+
+
+def _blend(a: Any, b: Any, lam: jax.Array) -> Any:
+    """(1 − λ) a + λ b on the inexact array leaves, b's leaves elsewhere."""
+    floating = lambda x: eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.inexact)
+    return jax.tree.map(lambda x, y: x + lam * (y - x) if floating(y) else y, a, b)
+
+
+def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residual, start=None) -> jax.Array:
+    """R(q; λ) = τ(q, 0, λu) + F(q, 0) − ID(q, 0, 0) with the loads of the parameters scaled by λ (eq. (13a)), or
+    with ``start = (system0, u0)`` the residual of the parameters and inputs blended from the start's to the system's;
     ``residual``: the system's residual at rest, ``(params, q, u) -> R``, or of (q, multipliers) stacked
     (:func:`_constrained_at_rest`)."""
+    if start is not None:
+        return residual(_blend(start[0].params, system.params, lam), q, _blend(start[1], u, lam))
     params = system.params if system.scale_loads is None else system.scale_loads(system.params, lam)
     return residual(params, q, lam * u)
 
@@ -249,7 +293,7 @@ def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contrac
 
 
 @eqx.filter_jit
-def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) -> StaticsSolution:
+def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw, start=None) -> StaticsSolution:
     n, m = system.n_dof, system.n_constraints if system.constraint is not None else 0
     at_rest = system.at_rest() if m == 0 else _constrained_at_rest(system)
     residual = at_rest if jacobian == "analytic" else finite_difference(at_rest)
@@ -257,11 +301,11 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw) ->
     one = jnp.asarray(1.0, q0.dtype)
     # the continuation runs on constants: derivatives of the equilibrium (w.r.t. u and the system's parameters) come
     # from the implicit function theorem at the full load, dq = −(∂R/∂q)⁻¹ (∂R/∂θ) dθ, not through the iterations
-    constants = jax.lax.stop_gradient((system, u, q0))
+    constants = jax.lax.stop_gradient((system, u, q0, start))
 
     def newton(q, lam):
         return _newton(
-            lambda q: _residual(q, constants[0], constants[1], lam, residual),
+            lambda q: _residual(q, constants[0], constants[1], lam, residual, constants[3]),
             q,
             rtol,
             atol,

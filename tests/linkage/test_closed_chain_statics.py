@@ -19,7 +19,7 @@ from jaxse3.sim import linkage_system, solve_statics
 LENGTH = 0.3
 
 
-def _rod_link(loads=()):
+def _rod_link(loads=(), gravity=-9.81):
     r = rod.Rod(
         length=LENGTH,
         section=CircularSection(0.005),
@@ -27,7 +27,7 @@ def _rod_link(loads=()):
         basis=LegendreBasis((1, 1, 1, 1, 1, 1)),  # every strain, linear along the rod: 12 DoF
         n_gauss=3,
     )
-    return lk.Linkage([lk.Link.soft("rod", None, r)], gravity=(0.0, 0.0, -9.81), loads=loads)
+    return lk.Linkage([lk.Link.soft("rod", None, r)], gravity=(0.0, 0.0, gravity), loads=loads)
 
 
 @pytest.mark.parametrize("kind", ["spherical", "fixed"])
@@ -46,3 +46,18 @@ def test_closed_chain_statics_is_the_open_rod_under_the_closure_wrench(kind):
     assert bool(open_rod.converged)
     np.testing.assert_allclose(open_rod.q, closed.q, rtol=0, atol=1e-9 * float(np.abs(closed.q).max()))
     np.testing.assert_allclose(open_rod.tip, [LENGTH, 0.0, 0.0], atol=1e-10)
+
+
+def test_closed_chain_statics_continues_from_a_neighbouring_equilibrium():
+    """``start``: the pinned rod under full gravity from its equilibrium under 40 % of it (the multipliers starting
+    from zero) reaches the direct solve's configuration and multipliers in one load step."""
+    tip = se3.from_rotation_translation(jnp.eye(3), jnp.array([LENGTH, 0.0, 0.0]))
+    closure = lk.Closure("rod", None, "spherical", placement_b=tip)
+    light = linkage_system(_rod_link(gravity=-0.4 * 9.81), closures=[closure])
+    system = linkage_system(_rod_link(), closures=[closure])
+    q0 = solve_statics(light).q
+    direct = solve_statics(system)
+    sol = solve_statics(system, q0=q0, start=(light, jnp.zeros(0)))
+    assert bool(sol.converged) and int(sol.load_steps_taken) == 1
+    np.testing.assert_allclose(sol.q, direct.q, rtol=0, atol=1e-10 * float(np.abs(direct.q).max()))
+    np.testing.assert_allclose(sol.multipliers, direct.multipliers, rtol=1e-9)

@@ -200,3 +200,40 @@ def test_rod_statics_residual_takes_the_rest_path():
     np.testing.assert_allclose(plain.statics_residual(q, u), s.dynamics_residual(q, z, z, u), rtol=0, atol=0)
     assert s.rest_residual is not None and plain.rest_residual is None
     assert R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > 0
+
+
+def test_start_from_a_neighbouring_equilibrium():
+    """``start=(system0, u0)``: from the equilibrium of another load and other parameters (gravity, stiffness) to the
+    target's, along the straight line between them; the same equilibrium as scipy's, in one load step, and the same
+    derivatives (implicit function theorem at the target)."""
+    near = standin.make(g=1.5)
+    target = standin.make(g=2.0, stiffness=1.3)
+    q0 = solve_statics(near, U).q
+    sol = solve_statics(target, 3 * U, q0, start=(near, U))
+    assert bool(sol.converged) and int(sol.load_steps_taken) == 1
+    np.testing.assert_allclose(sol.q, _reference(target, 3 * U), rtol=1e-9, atol=1e-10)
+    direct = solve_statics(target, 3 * U)
+    assert int(sol.num_steps) <= int(direct.num_steps)
+    tip = lambda u, start: solve_statics(target, u, q0, start=start).q[-1]
+    np.testing.assert_allclose(jax.grad(tip)(3 * U, (near, U)), jax.grad(tip)(3 * U, None), rtol=1e-10)
+    # a batch of systems from one common equilibrium, as the loop of single solves
+    gs = jnp.array([1.8, 2.0, 2.2])
+    systems = stack([standin.make(g=float(g), stiffness=1.3) for g in gs])
+    batch = solve_statics_batch(systems, jnp.tile(3 * U, (3, 1)), batch_system=True, q0=q0, start=(near, U))
+    for i, g in enumerate(gs):
+        one = solve_statics(standin.make(g=float(g), stiffness=1.3), 3 * U, q0, start=(near, U))
+        np.testing.assert_allclose(batch.q[i], one.q, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "start, match",
+    [
+        ("not a tuple", "start must be a tuple"),
+        ((standin.make(n=3), U), "start's system must have the structure of system"),
+        ((standin.make(), jnp.zeros(3)), r"start's inputs u0 must have shape \(2,\)"),
+        ((standin.make(), jnp.array([1.0, jnp.nan])), "start's u0"),
+    ],
+)
+def test_bad_start(start, match):
+    with pytest.raises(ValueError, match=match):
+        solve_statics(standin.make(), U, start=start)
