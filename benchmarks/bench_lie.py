@@ -16,8 +16,8 @@ Sections (each for batch 1 and a jax.vmap-ed batch B):
        the
        literal closed-form coefficients of seed 000 eq. (23) and a double-where 2-term Taylor branch below φ = 1e−3,
        differentiated by plain JAX autodiff.
-2. Hessian of h(X) = Qᵀ dexp_X Z (and dexp⁻¹): (a) ``jax.hessian`` through the custom rules, (b) ``se3.dexp_hess``,
-   (c) ``jax.hessian`` of the plain implementation.
+2. Hessian of h(X) = Qᵀ dexp_X Z (and dexp⁻¹): (a) ``jax.hessian`` through the custom rules, (a') ``jax.hessian`` of
+   ``se3.dexp_form`` (the Q-contracted rule), (b) ``se3.dexp_hess``, (c) ``jax.hessian`` of the plain implementation.
 3. exp, log and ``jax.jacfwd`` of exp (4×4 output, 6 inputs): jaxse3 vs jaxlie (tangent order permuted (ω, v) ↔ (v, ω)).
 
 Each case is jit-compiled once (compile time reported separately), then timed as the median of repeated calls with
@@ -175,17 +175,19 @@ def section_cases():
             ("best_plain", "best_ours", "best ours vs best plain autodiff", 2.0),
         ]
         sections.append((f"1. Jacobian of X ↦ {sym} (6×6)", cases, "plain_fwd", ratios))
-    for fam, ours_apply, ours_hess, plain_apply, sym in (
-        ("dexp", se3.dexp_apply, se3.dexp_hess, plain_dexp_apply, "dexp_X Z"),
-        ("dexp_inv", se3.dexp_inv_apply, se3.dexp_inv_hess, plain_dexp_inv_apply, "dexp_X⁻¹ Z"),
+    for fam, ours_apply, ours_hess, ours_form, plain_apply, sym in (
+        ("dexp", se3.dexp_apply, se3.dexp_hess, se3.dexp_form, plain_dexp_apply, "dexp_X Z"),
+        ("dexp_inv", se3.dexp_inv_apply, se3.dexp_inv_hess, se3.dexp_inv_form, plain_dexp_inv_apply, "dexp_X⁻¹ Z"),
     ):
         cases = [
             ("ours_hess", f"(a) hessian(Q·{fam}_apply) [custom rules]", jax.hessian(_q_dot(ours_apply)), "XQZ"),
+            ("ours_form", f"(a') hessian({fam}_form) [contracted rule]", jax.hessian(ours_form), "XQZ"),
             ("ours_direct", f"(b) {fam}_hess direct", ours_hess, "XQZ"),
             ("plain_hess", "(c) hessian(Q·plain) [autodiff]", jax.hessian(_q_dot(plain_apply)), "XQZ"),
         ]
         ratios = [
             ("plain_hess", "ours_hess", "custom vs plain autodiff (jax.hessian)", 3.0),
+            ("plain_hess", "ours_form", "contracted form vs plain autodiff (jax.hessian)", 3.0),
             ("plain_hess", "ours_direct", "direct closed form vs plain autodiff", 3.0),
         ]
         sections.append((f"2. Hessian of h(X) = Qᵀ {sym} (6×6)", cases, "plain_hess", ratios))

@@ -105,6 +105,20 @@ def build(alg: Algebra) -> SimpleNamespace:
         Returns:
             ``(..., {n}, {n})`` with ``H[i, j] = ∂²h/∂X_i∂X_j`` and ``Sᵀ H U = Qᵀ (D²{sym})(U)(S) Z``.""",
         )
+        out[name + "_form"] = _doc(
+            batched(f"{vvv}->()", ("X", "Q", "Z"), name + "_form")(f.form),
+            f"""h(X, Q, Z) = Qᵀ {sym} Z, whose second derivatives are closed forms (seed 000 eq. {eq["hess"]}).
+
+        Write a scalar of the map with this function rather than ``Q @ {name}_apply(X, Z)`` when its Hessian is
+        wanted: ``jax.grad`` runs ``{name}_jac(X, Z)ᵀ Q`` and ``jax.hessian`` (forward over reverse) the Q-contracted
+        ``{name}_hess(X, Q, Z)`` through a rule on that gradient, where through ``{name}_apply`` it would form six
+        directional Jacobians first. Derivatives in Q and Z are linear.
+
+        Args:
+            X, Q, Z: ``(..., {n})``.
+        Returns:
+            ``(...)``.""",
+        )
         tname = "dexp_invT" if inv else "dexpT"
         out[tname + "_apply"] = _doc(
             batched(f"{vv}->{v}", ("X", "Z"), tname + "_apply")(f.apply_T),

@@ -16,13 +16,17 @@ function               value                                   custom_jvp tangen
 ``apply_T(X, Z)``      F(X)ᵀ Z                                 ``jacobian_T(X, Z) dX + apply_T(X, dZ)``
 ``jacobian_T(X, Z)``   ∂(F(X)ᵀZ)/∂X, eq. (39)                  ``jacobian_T_derivative(X, Z, dX) + …``
 ``hessian(X, Q, Z)``   Hessian of Qᵀ F(X) Z, eqs. (47)/(51)    plain JAX
+``form(X, Q, Z)``      Qᵀ F(X) Z                               ``form_gradient(X, Q, Z) · dX + …``
+``form_gradient``      ∇_X Qᵀ F(X) Z = jacobian(X, Z)ᵀ Q       ``hessian(X, Q, Z) dX + …``
 =====================  ======================================  =============================================
 
 So ``jax.jacfwd``/``jax.jacrev`` of any user function of these maps evaluate the first-derivative closed forms, and
 ``jax.hessian`` (forward over reverse) evaluates ``jacobian_derivative`` — the second-derivative closed form — for the
-second order. Every rule uses symbolic zeros, so a tangent that is zero (e.g. dZ when differentiating in X only) costs
-nothing. The number of rule invocations is counted in :data:`RULE_CALLS` (at trace time), which the tests use to
-show that the rules are really used.
+second order. That Hessian is formed from six directional Jacobians before the contraction with Q (the reverse pass
+transposes ``jacobian(X, Z) dX``, so Q enters only afterwards); a scalar written with ``form`` reaches the Q-contracted
+closed form (47)/(51) instead, its gradient being a rule of its own. Every rule uses symbolic zeros, so a tangent
+that is zero (e.g. dZ when differentiating in X only) costs nothing. The number of rule invocations is counted in
+:data:`RULE_CALLS` (at trace time), which the tests use to show that the rules are really used.
 """
 
 from __future__ import annotations
@@ -139,7 +143,36 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     def hessian(X, Q, Z):
         return adpoly.hessian(alg, X, Q, Z, poly(X, 2))
 
+    def _form_gradient_jvp(primals, tangents):
+        (X, Q, Z), (dX, dQ, dZ) = primals, tangents
+        out = form_gradient(X, Q, Z)
+        return out, accumulate(
+            out,
+            [
+                (lambda t: hessian(X, Q, Z) @ t, dX),
+                (lambda t: jacobian(X, Z).T @ t, dQ),
+                (lambda t: jacobian(X, t).T @ Q, dZ),
+            ],
+        )
+
+    form_gradient = custom_rule(tag + ".form_gradient", lambda X, Q, Z: jacobian(X, Z).T @ Q, _form_gradient_jvp)
+
+    def _form_jvp(primals, tangents):
+        (X, Q, Z), (dX, dQ, dZ) = primals, tangents
+        out = form(X, Q, Z)
+        return out, accumulate(
+            out,
+            [
+                (lambda t: form_gradient(X, Q, Z) @ t, dX),
+                (lambda t: t @ apply(X, Z), dQ),
+                (lambda t: Q @ apply(X, t), dZ),
+            ],
+        )
+
+    form = custom_rule(tag + ".form", lambda X, Q, Z: Q @ apply(X, Z), _form_jvp)
+
     return SimpleNamespace(
+        form=form,
         matrix=matrix,
         derivative=derivative,
         second_derivative=second_derivative,

@@ -83,6 +83,8 @@ __all__ = [
     "dexp_invT_jac_dir",
     "dexp_hess",
     "dexp_inv_hess",
+    "dexp_form",
+    "dexp_inv_form",
     "cay",
     "cay_ad",
     "cay_inv",
@@ -376,6 +378,30 @@ def dexp_inv_hess(X: Vector, Q: Vector, Z: Vector) -> Matrix:
     return _F.dexp_inv_hess(X, Q, Z)
 
 
+def dexp_form(X: Vector, Q: Vector, Z: Vector) -> Float[Array, "..."]:
+    """h = Qᵀ dexp_X Z, the scalar whose ``jax.hessian`` runs the Q-contracted closed form :func:`dexp_hess` (seed 000
+    eq. (47)–(50)) and whose ``jax.grad`` runs ``dexp_jac(X, Z)ᵀ Q``: write a scalar of the map with it when
+    second derivatives are wanted (through ``Q @ dexp_apply(X, Z)`` a Hessian forms six directional Jacobians first).
+
+    Args:
+        X, Q, Z: ``(..., 6)``.
+    Returns:
+        ``(...)``.
+    """
+    return _F.dexp_form(X, Q, Z)
+
+
+def dexp_inv_form(X: Vector, Q: Vector, Z: Vector) -> Float[Array, "..."]:
+    """h = Qᵀ dexp_X⁻¹ Z, as :func:`dexp_form` (its Hessian is :func:`dexp_inv_hess`, seed 000 eq. (51)).
+
+    Args:
+        X, Q, Z: ``(..., 6)``.
+    Returns:
+        ``(...)``.
+    """
+    return _F.dexp_inv_form(X, Q, Z)
+
+
 for _name in (
     "dexp",
     "dexp_inv",
@@ -399,6 +425,8 @@ for _name in (
     "dexp_invT_jac_dir",
     "dexp_hess",
     "dexp_inv_hess",
+    "dexp_form",
+    "dexp_inv_form",
 ):
     globals()[_name].core = getattr(_F, _name).core  # the unbatched closed form, for composition inside other cores
 
