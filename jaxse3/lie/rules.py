@@ -31,6 +31,7 @@ that is zero (e.g. dZ when differentiating in X only) costs nothing. The number 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import jax.numpy as jnp
@@ -69,6 +70,19 @@ def family_poly(alg: Algebra, X: jnp.ndarray, family: str, level: int, scale: jn
     return adpoly.Poly(row("", 1.0), row("_bar", 0.0), row("_brev", 0.0))
 
 
+def _rule(name: str, fn: Callable, *partials: Callable) -> Callable:
+    """``fn(*args)`` as a custom_jvp rule whose tangent is ``Σ_k partials[k](*args, t_k)`` over the arguments whose
+    tangents t_k are not symbolic zeros (each partial linear in its t)."""
+
+    def jvp(primals, tangents):
+        out = rule(*primals)
+        terms = [(lambda t, p=p: p(*primals, t), t) for p, t in zip(partials, tangents)]
+        return out, accumulate(out, terms)
+
+    rule = custom_rule(name, fn, jvp)
+    return rule
+
+
 def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     """Build the registered functions of one family (``"dexp"`` or ``"dexp_inv"``) on one algebra."""
     tag = f"{alg.name}.{family}"
@@ -79,13 +93,11 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
     def second_derivative(X, U, S):
         return adpoly.second_derivative(alg, X, U, S, poly(X, 2))
 
-    def _derivative_jvp(primals, tangents):
-        (X, U), (dX, dU) = primals, tangents
-        out = derivative(X, U)
-        return out, accumulate(out, [(lambda t: second_derivative(X, U, t), dX), (lambda t: derivative(X, t), dU)])
-
-    derivative = custom_rule(
-        tag + ".derivative", lambda X, U: adpoly.derivative(alg, X, U, poly(X, 1)), _derivative_jvp
+    derivative = _rule(
+        tag + ".derivative",
+        lambda X, U: adpoly.derivative(alg, X, U, poly(X, 1)),
+        lambda X, U, t: second_derivative(X, U, t),
+        lambda X, U, t: derivative(X, t),
     )
 
     def _matrix_jvp(primals, tangents):
@@ -100,76 +112,47 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         def jacobian_derivative(X, Z, S):
             return adpoly.jacobian_derivative(alg, X, Z, S, poly(X, 2), transpose)
 
-        def _jacobian_jvp(primals, tangents):
-            (X, Z), (dX, dZ) = primals, tangents
-            out = jacobian(X, Z)
-            return out, accumulate(out, [(lambda t: jacobian_derivative(X, Z, t), dX), (lambda t: jacobian(X, t), dZ)])
-
-        jacobian = custom_rule(
-            tag + ".jacobian" + kind, lambda X, Z: adpoly.jacobian(alg, X, Z, poly(X, 1), transpose), _jacobian_jvp
+        jacobian = _rule(
+            tag + ".jacobian" + kind,
+            lambda X, Z: adpoly.jacobian(alg, X, Z, poly(X, 1), transpose),
+            jacobian_derivative,
+            lambda X, Z, t: jacobian(X, t),
         )
-
-        def _apply_jvp(primals, tangents):
-            (X, Z), (dX, dZ) = primals, tangents
-            out = apply(X, Z)
-            return out, accumulate(out, [(lambda t: jacobian(X, Z) @ t, dX), (lambda t: apply(X, t), dZ)])
-
-        apply = custom_rule(
-            tag + ".apply" + kind, lambda X, Z: adpoly.apply(alg, X, Z, poly(X, 0), transpose), _apply_jvp
+        apply = _rule(
+            tag + ".apply" + kind,
+            lambda X, Z: adpoly.apply(alg, X, Z, poly(X, 0), transpose),
+            lambda X, Z, t: jacobian(X, Z) @ t,
+            lambda X, Z, t: apply(X, t),
         )
         return apply, jacobian, jacobian_derivative
 
     apply, jacobian, jacobian_derivative = make_eval(False)
-
-    def _apply_derivative_jvp(primals, tangents):
-        (X, U, Z), (dX, dU, dZ) = primals, tangents
-        out = apply_derivative(X, U, Z)
-        return out, accumulate(
-            out,
-            [
-                (lambda t: jacobian_derivative(X, Z, t) @ U, dX),
-                (lambda t: apply_derivative(X, t, Z), dU),
-                (lambda t: apply_derivative(X, U, t), dZ),
-            ],
-        )
-
-    apply_derivative = custom_rule(
+    apply_derivative = _rule(
         tag + ".apply_derivative",
         lambda X, U, Z: adpoly.apply_derivative(alg, X, Z, U, poly(X, 1)),
-        _apply_derivative_jvp,
+        lambda X, U, Z, t: jacobian_derivative(X, Z, t) @ U,
+        lambda X, U, Z, t: apply_derivative(X, t, Z),
+        lambda X, U, Z, t: apply_derivative(X, U, t),
     )
     apply_T, jacobian_T, jacobian_T_derivative = make_eval(True)
 
     def hessian(X, Q, Z):
         return adpoly.hessian(alg, X, Q, Z, poly(X, 2))
 
-    def _form_gradient_jvp(primals, tangents):
-        (X, Q, Z), (dX, dQ, dZ) = primals, tangents
-        out = form_gradient(X, Q, Z)
-        return out, accumulate(
-            out,
-            [
-                (lambda t: hessian(X, Q, Z) @ t, dX),
-                (lambda t: jacobian(X, Z).T @ t, dQ),
-                (lambda t: jacobian(X, t).T @ Q, dZ),
-            ],
-        )
-
-    form_gradient = custom_rule(tag + ".form_gradient", lambda X, Q, Z: jacobian(X, Z).T @ Q, _form_gradient_jvp)
-
-    def _form_jvp(primals, tangents):
-        (X, Q, Z), (dX, dQ, dZ) = primals, tangents
-        out = form(X, Q, Z)
-        return out, accumulate(
-            out,
-            [
-                (lambda t: form_gradient(X, Q, Z) @ t, dX),
-                (lambda t: t @ apply(X, Z), dQ),
-                (lambda t: Q @ apply(X, t), dZ),
-            ],
-        )
-
-    form = custom_rule(tag + ".form", lambda X, Q, Z: Q @ apply(X, Z), _form_jvp)
+    form_gradient = _rule(  # ∇_X Qᵀ F(X) Z, its X-tangent the Q-contracted Hessian
+        tag + ".form_gradient",
+        lambda X, Q, Z: jacobian(X, Z).T @ Q,
+        lambda X, Q, Z, t: hessian(X, Q, Z) @ t,
+        lambda X, Q, Z, t: jacobian(X, Z).T @ t,
+        lambda X, Q, Z, t: jacobian(X, t).T @ Q,
+    )
+    form = _rule(
+        tag + ".form",
+        lambda X, Q, Z: Q @ apply(X, Z),
+        lambda X, Q, Z, t: form_gradient(X, Q, Z) @ t,
+        lambda X, Q, Z, t: t @ apply(X, Z),
+        lambda X, Q, Z, t: Q @ apply(X, t),
+    )
 
     return SimpleNamespace(
         form=form,
