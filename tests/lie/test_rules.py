@@ -193,5 +193,8 @@ def test_form_hessian_is_the_contracted_closed_form(group):
         for a, b in zip(jax.tree.leaves(full), jax.tree.leaves(want)):
             np.testing.assert_allclose(a, b, atol=1e-9)
         np.testing.assert_allclose(form(X, Q, Z), jnp.einsum("i,kij,j->k", Q, jax.vmap(matrix)(X), Z), rtol=1e-9)
+        grad, eps = jax.jit(jax.grad(form)), 1e-6  # central differences of the gradient rule at one point
+        central = np.stack([(grad(X[4] + eps * e, Q, Z) - grad(X[4] - eps * e, Q, Z)) / (2 * eps) for e in np.eye(n)])
+        np.testing.assert_allclose(H[4], central.T, atol=1e-7 * (1.0 + float(jnp.max(jnp.abs(H[4])))))
     alg = G.__name__.rsplit(".", 1)[-1]
     assert rules.RULE_CALLS[f"{alg}.dexp.form_gradient"] >= 1 and rules.RULE_CALLS[f"{alg}.dexp_inv.form_gradient"] >= 1
