@@ -98,3 +98,24 @@ def test_default_cache_folder(value, tmp_path):
         XDG_CACHE_HOME=str(tmp_path),
     )
     assert r.stdout.strip() == ("None" if value == "" else str(tmp_path / "jaxse3"))
+
+
+def test_xla_cpu_flag_is_set_unless_the_user_chose():
+    """``import jaxse3`` adds ``--xla_cpu_use_fusion_emitters=false`` to XLA_FLAGS before JAX's backend starts (the
+    option reaches the process's programs), keeps the user's own value of it, and leaves XLA_FLAGS alone with
+    ``JAXSE3_XLA_DEFAULTS=1``."""
+    code = textwrap.dedent("""
+        import os, jaxse3
+        from jax._src import xla_bridge
+        print(repr(os.environ.get("XLA_FLAGS")), xla_bridge.backends_are_initialized())
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    run = lambda **extra: subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**env, **extra}
+    ).stdout.strip()
+    assert run() == "'--xla_cpu_use_fusion_emitters=false' False"  # set, and in time
+    assert run(XLA_FLAGS="--xla_cpu_use_fusion_emitters=true") == "'--xla_cpu_use_fusion_emitters=true' False"
+    assert run(XLA_FLAGS="--xla_force_host_platform_device_count=2") == (
+        "'--xla_force_host_platform_device_count=2 --xla_cpu_use_fusion_emitters=false' False"
+    )
+    assert run(JAXSE3_XLA_DEFAULTS="1") == "None False"
