@@ -57,16 +57,21 @@ def state_regularisation(
     return 0.5 * (jnp.sum(dq * dq) + jnp.sum(dqd * dqd))
 
 
-def _pose_residual(model: rigid.Model, q: Array, target: Array, body: int) -> tuple[Array, Array]:
-    """(r, J): r = log(H_target⁻¹ H_body(q)) and the body's body Jacobian (6, nv)."""
-    r = se3.log(se3.inv(target) @ rigid.forward_kinematics(model, q)[body])
-    return r, rigid.body_jacobians(model, q)[body]
+def _pose_residual(model: rigid.Model, q: Array, target: Array, body: int) -> Array:
+    """r = log(H_target⁻¹ H_body(q)) (6,)."""
+    return se3.log(se3.inv(target) @ rigid.forward_kinematics(model, q)[body])
+
+
+def _cost(model: rigid.Model, q: Array, target: Array, body: int) -> Array:
+    """½‖r‖², the value (no rule)."""
+    r = _pose_residual(model, q, target, body)
+    return 0.5 * r @ r
 
 
 def _cost_gradient(model: rigid.Model, q: Array, target: Array, body: int) -> Array:
     """∇_q ½‖r‖² = Jᵀ dexp⁻ᵀ_{−r} r: a body twist ε moves r by dexp⁻¹_{−r} ε (the log's rule dX = dexp_X⁻¹ Ad_{exp X}
     ε, and dexp_X⁻¹ Ad_{exp X} = dexp_{−X}⁻¹; seed 000 eqs. (21)–(22))."""
-    r, J = _pose_residual(model, q, target, body)
+    r, J = _pose_residual(model, q, target, body), rigid.body_jacobians(model, q)[body]
     return J.T @ se3.dexp_invT_apply(-r, r)
 
 
@@ -74,7 +79,7 @@ def _cost_hessian(model: rigid.Model, q: Array, target: Array, body: int, after:
     """∇²_q ½‖r‖² = Jᵀ W A J + C, A = dexp⁻¹_{−r}, W = Aᵀ − ∂_X(dexp_X⁻ᵀ r)|_{X=−r} (the derivative of w = Aᵀ r along
     dr; seed 000 eq. (39)), and C_ab = wᵀ ad_{J_a} J_b where joint b lies between joint a and the body (``after``):
     the body Jacobian's own derivative ∂J_a/∂q_b = ad_{J_a} J_b."""
-    r, J = _pose_residual(model, q, target, body)
+    r, J = _pose_residual(model, q, target, body), rigid.body_jacobians(model, q)[body]
     A = se3.dexp_inv(-r)
     w = A.T @ r
     W = A.T - se3.dexp_invT_jac(-r, r)
@@ -99,8 +104,7 @@ def _frame_rules(model_structure: tuple, body: int):
             after[v_index[a], v_index[b]] = 1.0
 
     def cost(model, q, target):
-        r, _ = _pose_residual(model, q, target, body)
-        return 0.5 * r @ r
+        return _cost(model, q, target, body)
 
     def grad_plain(model, q, target):
         return _cost_gradient(model, q, target, body)
@@ -156,6 +160,5 @@ def frame_pose_cost(
         path.append(model.joint_types[i])
         i = model.parents[i]
     if any(rigid.joints.NV[t] != 1 for t in path):  # the closed form assumes constant one-DoF joint axes
-        r, _ = _pose_residual(model, q, target, body)
-        return 0.5 * r @ r
+        return _cost(model, q, target, body)
     return _frame_rules((model.parents, model.joint_types, model.v_index), body)(model, q, target)
