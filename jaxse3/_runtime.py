@@ -15,12 +15,16 @@ hang the process for good; see :mod:`jaxse3._batched_linalg`).
 to ``XLA_FLAGS`` (XLA:CPU's earlier loop emitters instead of its MLIR fusion emitters): on jaxse3's programs it cuts
 XLA's compile time by 30–45 % and runs as fast or faster (``benchmarks/README.md``, "XLA's CPU fusion emitters"). It
 reaches every program of the process when jaxse3 is imported before JAX starts its backend (before the first
-computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected.
+computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected. Only jaxlib versions whose
+XLA knows the option get it (:data:`XLA_CPU_FLAG_JAXLIB`): XLA aborts the process on an option it does not know
+(jaxlib 0.4.38, 0.5.0 and 0.11.2 do).
 """
 
 from __future__ import annotations
 
 import os
+import re
+from importlib import metadata
 
 import jax
 
@@ -46,11 +50,26 @@ def cache_dir() -> str | None:
 
 #: the XLA option jaxse3 sets unless the user did (module docstring)
 XLA_CPU_FLAG = "--xla_cpu_use_fusion_emitters=false"
+#: the jaxlib versions [first, last) whose XLA knows :data:`XLA_CPU_FLAG` (seen: 0.5.3, 0.6.2, 0.8.0, 0.10.2 take it;
+#: 0.4.38, 0.5.0 and 0.11.2 abort on it)
+XLA_CPU_FLAG_JAXLIB = ((0, 5, 3), (0, 11, 0))
 
 
-def _set_xla_flags() -> None:
+def _jaxlib_version(version: str | None = None) -> tuple[int, ...]:
+    """jaxlib's version (or ``version``) as a tuple of its leading numbers; () when it cannot be read."""
+    try:
+        version = metadata.version("jaxlib") if version is None else version
+    except metadata.PackageNotFoundError:
+        return ()
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
     xla_defaults = os.environ.get("JAXSE3_XLA_DEFAULTS", "0").strip().lower() not in ("", "0", "false", "no", "off")
     if xla_defaults or "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", ""):
+        return
+    first, last = XLA_CPU_FLAG_JAXLIB
+    if not first <= (_jaxlib_version() if jaxlib is None else jaxlib) < last:
         return
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_CPU_FLAG}".strip()
 
