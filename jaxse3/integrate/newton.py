@@ -48,14 +48,15 @@ __all__ = [
     "modified_newton",
     "newton_statistics",
     "default_tolerance",
+    "STALL_FACTOR",
 ]
 
 
 def default_tolerance(dtype: Any = None) -> float:
     """The Newton tolerance a residual in force units can reach in ``dtype``: max(1e−10, 100 ε) — 1e−10 in float64,
     1.2e−5 in float32 (statics: the residual's round-off is ~1e−6 of its terms, so 1e−10 would never be met; Newmark's
-    residual, scaled by βh², keeps 1e−10 in both). ``dtype`` None: JAX's default floating dtype (float64 with
-    ``jax_enable_x64``)."""
+    residual, scaled by βh², keeps 1e−10 in both: its float32 round-off floor lies there, see
+    :data:`STALL_FACTOR`). ``dtype`` None: JAX's default floating dtype (float64 with ``jax_enable_x64``)."""
     dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     return max(1e-10, 100 * float(jnp.finfo(dtype).eps))
 
@@ -260,6 +261,11 @@ def _lu_solve(f: Factors, R):
     return jsl.lu_solve((f.lu, f.pivots), R[..., None])[..., 0]
 
 
+#: a chord iteration that stalls within this factor of its tolerance right after refreshing its factors (an exact
+#: Newton update that did not contract) has reached its residual's round-off floor: :func:`modified_newton` accepts it
+STALL_FACTOR = 10.0
+
+
 def modified_newton(
     residual: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k"]],
     matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]],
@@ -276,6 +282,11 @@ def modified_newton(
     reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged); ``rate=None``: never
     (a plain chord iteration, with no evaluation of ``matrix`` in the loop).
 
+    Converged: ``‖R‖_∞ ≤ tol``, or (with ``rate``) ``‖R‖_∞ ≤`` :data:`STALL_FACTOR` ``· tol`` after an update with
+    freshly refreshed factors that reduced ``‖R‖_∞`` by less than ``rate``: an exact Newton update that does not
+    contract has met the residual's round-off floor (in float32 a time stepper's scaled residual stalls near 1e−10,
+    the default tolerance; the largest over a stack of members rarely falls below it).
+
     Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
     :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
     for the previous time step). Under a ``vmap`` with a batched convergence test, ``lax.cond`` evaluates both
@@ -287,20 +298,24 @@ def modified_newton(
     # one residual in the program: each pass evaluates R at the current iterate, then updates it (or, once the test
     # passes or the updates run out, polishes it as in :func:`newton` and stops)
     def body(carry):
-        x, R_before, f, k, m, _ = carry
+        x, R_before, f, k, m, fresh, _, _ = carry
         R = residual(x, frozen)
-        stop = (_norm(R) <= tol) | (k >= max_iters)
+        norm = _norm(R)
+        ok = norm <= tol
         if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
-            slow = (k > 0) & (_norm(R) > rate * _norm(R_before)) & (_norm(R) > tol)
+            slow = (k > 0) & (norm > rate * _norm(R_before)) & ~ok
+            ok = ok | (fresh & slow & (norm <= STALL_FACTOR * tol))
+            slow = slow & ~ok
             f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
-            m = m + slow.astype(jnp.int32)
-        return x - _lu_solve(f, R), R, f, k + jnp.where(stop, 0, 1), m, stop
+            m, fresh = m + slow.astype(jnp.int32), slow
+        stop = ok | (k >= max_iters)
+        return x - _lu_solve(f, R), R, f, k + jnp.where(stop, 0, 1), m, fresh, ok, stop
 
     x0 = lax.stop_gradient(x0)
-    zero = jnp.asarray(0, jnp.int32)
-    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, jnp.asarray(False))
-    x, R, f, k, m, _ = lax.while_loop(lambda carry: ~carry[-1], body, start)
-    result = NewtonResults.where(_norm(R) <= tol, NewtonResults.successful, _failure(R))
+    zero, no = jnp.asarray(0, jnp.int32), jnp.asarray(False)
+    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, no, no, no)
+    x, R, f, k, m, _, ok, _ = lax.while_loop(lambda carry: ~carry[-1], body, start)
+    result = NewtonResults.where(ok, NewtonResults.successful, _failure(R))
     value = differentiable_root(residual, matrix, x, params, linearised)
     return NewtonResult(value, result, k, {"factors": f, "refreshes": m})
 
