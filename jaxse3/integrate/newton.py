@@ -264,6 +264,8 @@ def _lu_solve(f: Factors, R):
 #: a chord iteration that stalls within this factor of its tolerance right after refreshing its factors (an exact
 #: Newton update that did not contract) has reached its residual's round-off floor: :func:`modified_newton` accepts it
 STALL_FACTOR = 10.0
+#: the contraction below which an update of a plain chord iteration (``rate=None``) counts as a stall
+_PLAIN_RATE = 0.5
 
 
 def modified_newton(
@@ -282,10 +284,12 @@ def modified_newton(
     reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged); ``rate=None``: never
     (a plain chord iteration, with no evaluation of ``matrix`` in the loop).
 
-    Converged: ``‖R‖_∞ ≤ tol``, or (with ``rate``) ``‖R‖_∞ ≤`` :data:`STALL_FACTOR` ``· tol`` after an update with
-    freshly refreshed factors that reduced ``‖R‖_∞`` by less than ``rate``: an exact Newton update that does not
-    contract has met the residual's round-off floor (in float32 a time stepper's scaled residual stalls near 1e−10,
-    the default tolerance; the largest over a stack of members rarely falls below it).
+    Converged: ``‖R‖_∞ ≤ tol``, or ``‖R‖_∞ ≤`` :data:`STALL_FACTOR` ``· tol`` after an update with freshly
+    refreshed factors (any update of a plain chord iteration, ``rate=None``, whose factors are the best it has) that
+    reduced ``‖R‖_∞`` by less than ``rate`` (1/2 for ``rate=None``): an update with the best matrix at hand that does
+    not contract has met the residual's round-off floor (in float32 a time stepper's scaled residual stalls near
+    1e−10, the default tolerance, and the largest over a stack of members rarely falls below it; the initial
+    acceleration of Newmark-β, a plain chord iteration on a residual linear in q̈, stalls there too).
 
     Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
     :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
@@ -301,10 +305,9 @@ def modified_newton(
         x, R_before, f, k, m, fresh, _, _ = carry
         R = residual(x, frozen)
         norm = _norm(R)
-        ok = norm <= tol
+        slow = (k > 0) & (norm > (_PLAIN_RATE if rate is None else rate) * _norm(R_before)) & (norm > tol)
+        ok = (norm <= tol) | (fresh & slow & (norm <= STALL_FACTOR * tol))
         if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
-            slow = (k > 0) & (norm > rate * _norm(R_before)) & ~ok
-            ok = ok | (fresh & slow & (norm <= STALL_FACTOR * tol))
             slow = slow & ~ok
             f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
             m, fresh = m + slow.astype(jnp.int32), slow
@@ -313,7 +316,8 @@ def modified_newton(
 
     x0 = lax.stop_gradient(x0)
     zero, no = jnp.asarray(0, jnp.int32), jnp.asarray(False)
-    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, no, no, no)
+    fresh = jnp.asarray(rate is None)  # a plain chord iteration's factors are the best it has
+    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, fresh, no, no)
     x, R, f, k, m, _, ok, _ = lax.while_loop(lambda carry: ~carry[-1], body, start)
     result = NewtonResults.where(ok, NewtonResults.successful, _failure(R))
     value = differentiable_root(residual, matrix, x, params, linearised)

@@ -288,7 +288,7 @@ def simulate(
             the index-3 solvers on the constraints ``‖e‖_∞`` too; the default 1e−10 serves float64 and float32 alike
             (in float32 the scaled residual's round-off floor lies near it, and an exact Newton update that stalls
             within :data:`~jaxse3.integrate.newton.STALL_FACTOR` × ``newton_tol`` counts as converged: the CDM's tip
-            over 1 s in float32 is within 1e−6 m of float64, against 2.7e−5 m at 1e−9); tighten it (1e−14) when
+            over 1 s in float32 is within 2e−6 m of float64, against 2.7e−5 m at 1e−9); tighten it (1e−14) when
             Newmark results are compared with central differences (see "Gradients").
         rho_inf: generalised-α's spectral radius at infinite frequency, in [0, 1] (1: no damping, the steps of
             Newmark-β; 0: the unresolved modes removed in one step); the ``"generalized-alpha"`` solvers only.

@@ -91,17 +91,19 @@ def test_modified_newton_keeps_and_refreshes_factors():
     assert fail.result == NewtonResults.nonlinear_max_steps_reached
 
 
+@pytest.mark.parametrize("rate", [0.3, None])
 @pytest.mark.parametrize("tol, converged", [(1e-6, True), (4e-8, True), (1e-8, False)])
-def test_modified_newton_accepts_a_stall_at_round_off_within_its_factor(tol, converged):
+def test_modified_newton_accepts_a_stall_at_round_off_within_its_factor(tol, converged, rate):
     """x² − 2 = 0 in float32, where no float32 x gives a residual below 1.19e−7 (at x = fl(√2); its neighbours give
-    2.4e−7 and 3.6e−7): at tol = 4e−8 the exact Newton updates stall at 3 × tol and have converged
-    (STALL_FACTOR = 10); at tol = 1e−8 (12 × tol) they run out of updates."""
+    2.4e−7 and 3.6e−7): at tol = 4e−8 the exact Newton updates (``rate`` 0.3: refreshed factors) or the chord
+    updates (``rate=None``: the start's factors throughout) stall at 3 × tol and have converged (STALL_FACTOR = 10);
+    at tol = 1e−8 (12 × tol) they run out of updates."""
     assert STALL_FACTOR == 10.0
     f32 = lambda v: jnp.asarray(v, dtype=jnp.float32)
     residual = lambda x, p: x * x - p
     matrix = lambda x, p: jnp.diag(2 * x)
     x0, stale = f32([1.5, 1.3]), factor(f32([[3.0, 0.0], [0.0, 2.6]]))
-    sol = modified_newton(residual, matrix, x0, f32([2.0, 2.0]), stale, tol, 30)
+    sol = modified_newton(residual, matrix, x0, f32([2.0, 2.0]), stale, tol, 30, rate)
     assert sol.value.dtype == jnp.float32 and bool(sol.converged) is converged
     if converged:
         np.testing.assert_array_equal(sol.value, f32(np.sqrt(np.float32(2.0))))  # fl(√2), the best there is
