@@ -107,6 +107,16 @@ def _jvp_in_time_and_args(term, t, q, qd, qdd, args, dt, dargs) -> Float[Array, 
     return jnp.zeros_like(q) if dr is None else dr
 
 
+@eqx.filter_jit
+def _partials(residual, jacobian, t, q, qd, qdd, args):
+    """:meth:`SecondOrderResidualTerm.partials`."""
+    if jacobian is not None:
+        return (residual(t, q, qd, qdd, args), *jacobian(t, q, qd, qdd, args))
+    twice = lambda *a: (residual(*a),) * 2  # r as the JVP's primal: one evaluation of r, not two
+    jacobians, r = jax.jacfwd(twice, argnums=(1, 2, 3), has_aux=True)(t, q, qd, qdd, args)
+    return (r, *jacobians)
+
+
 class SecondOrderResidualTerm(AbstractTerm):
     """The implicit second-order system ``r(t, q, q̇, q̈, args) = 0`` with ``q`` a vector ``(n,)``.
 
@@ -129,12 +139,9 @@ class SecondOrderResidualTerm(AbstractTerm):
         qdd: Float[Array, "*b n"],
         args: PyTree[Any],
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n n"], Float[Array, "*b n n"], Float[Array, "*b n n"]]:
-        """``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at one point."""
-        if self.jacobian is not None:
-            return (self.residual(t, q, qd, qdd, args), *self.jacobian(t, q, qd, qdd, args))
-        twice = lambda *a: (self.residual(*a),) * 2  # r as the JVP's primal: one evaluation of r, not two
-        jacobians, r = jax.jacfwd(twice, argnums=(1, 2, 3), has_aux=True)(t, q, qd, qdd, args)
-        return (r, *jacobians)
+        """``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at one point (a jitted function of the term's functions: diffrax traces a
+        step three times, and one trace of the Jacobians serves them all)."""
+        return _partials(self.residual, self.jacobian, t, q, qd, qdd, args)
 
     def solve_acceleration(
         self,
@@ -418,6 +425,18 @@ class Newmark(AbstractSolver):
         return self._linearised
 
 
+@eqx.filter_jit
+def _constrained_partials(residual, constraint, jacobian, t, q, qd, qdd, lam, args):
+    """:meth:`ConstrainedResidualTerm.partials`."""
+    if jacobian is not None:
+        r, e = residual(t, q, qd, qdd, lam, args), constraint(t, q, args)
+        return (r, e, *jacobian(t, q, qd, qdd, lam, args))
+    twice = lambda *a: (residual(t, *a, args),) * 2  # r as the JVP's primal: one evaluation of r
+    (r_q, r_qd, r_qdd, r_lam), r = jax.jacfwd(twice, argnums=(0, 1, 2, 3), has_aux=True)(q, qd, qdd, lam)
+    e_q, e = jax.jacfwd(lambda q_: (constraint(t, q_, args),) * 2, has_aux=True)(q)
+    return r, e, r_q, r_qd, r_qdd, r_lam, e_q
+
+
 class ConstrainedResidualTerm(AbstractTerm):
     """The index-3 system ``r(t, q, q̇, q̈, λ, args) = 0``, ``e(t, q, args) = 0``: a second-order residual with m
     holonomic constraints e whose multipliers λ enter r (e.g. ``r = τ − ID(q, q̇, q̈) + A(q)ᵀλ``, seed 003 eq. (52a)).
@@ -446,14 +465,9 @@ class ConstrainedResidualTerm(AbstractTerm):
         lam: Float[Array, "*b m"],
         args: PyTree[Any],
     ) -> tuple[Array, Array, Array, Array, Array, Array, Array]:
-        """``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)`` at one point."""
-        if self.jacobian is not None:
-            r, e = self.residual(t, q, qd, qdd, lam, args), self.constraint(t, q, args)
-            return (r, e, *self.jacobian(t, q, qd, qdd, lam, args))
-        twice = lambda *a: (self.residual(t, *a, args),) * 2  # r as the JVP's primal: one evaluation of r
-        (r_q, r_qd, r_qdd, r_lam), r = jax.jacfwd(twice, argnums=(0, 1, 2, 3), has_aux=True)(q, qd, qdd, lam)
-        e_q, e = jax.jacfwd(lambda q_: (self.constraint(t, q_, args),) * 2, has_aux=True)(q)
-        return r, e, r_q, r_qd, r_qdd, r_lam, e_q
+        """``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)`` at one point (jitted as
+        :meth:`SecondOrderResidualTerm.partials`)."""
+        return _constrained_partials(self.residual, self.constraint, self.jacobian, t, q, qd, qdd, lam, args)
 
     def constraint_bias(
         self, t: Real[ArrayLike, ""], q: Float[Array, "*b n"], qd: Float[Array, "*b n"], args: PyTree[Any]
