@@ -86,21 +86,14 @@ class _ChordState(eqx.Module):
     step: jax.Array
 
 
-def _stage_jacobian(f: PyTree[Array], args: tuple) -> PyTree[Array]:
-    """∂/∂f of diffrax's stage relation ``f − vf(t_i, y_i + γ h f)`` at f for the vector field :func:`_vector_field`
-    (the term :func:`simulate` gives diffrax with :class:`StepChord`; ``args`` as diffrax passes them, see there).
-    Jitted and calling :func:`_vector_field` itself rather than diffrax's closure-converted copy of it, so that one
-    trace serves all: diffrax traces a step three times, each with two linearisations (the structure of the step's
-    start state, and its second stage) — 3.7 of the 4.8 s that tracing a CDM simulation took."""
-    _, diagonal, _, _, t_i, y_partial, vf_args, h = args  # not diffrax's vf: a new closure in every trace
-    return _stage_jacobian_at(f, diagonal * h, t_i, y_partial, vf_args)
-
-
 @eqx.filter_jit
-def _stage_jacobian_at(f, gamma_h, t_i, y_partial, vf_args):
+def _stage_jacobian(vector_field: Callable, f: PyTree[Array], gamma_h: Array, t_i: Array, y_partial, vf_args):
+    """∂/∂f of the stage relation ``f − vector_field(t_i, y_i + γh f, vf_args)`` of an ODETerm at f (see
+    :attr:`StepChord.vector_field`): jitted, so that its trace serves every call with the same function and shapes."""
+
     def relation(f):
         y_i = jax.tree.map(lambda p, z: p + gamma_h * z, y_partial, f)
-        return jax.tree.map(lambda a, b: a - b, f, _vector_field(t_i, y_i, vf_args))
+        return jax.tree.map(lambda a, b: a - b, f, vector_field(t_i, y_i, vf_args))
 
     return jax.jacfwd(relation)(f)
 
@@ -120,6 +113,12 @@ class StepChord(optx.AbstractRootFinder):
 
     The state built for the structure of diffrax's stage loop (γ = 0: identity Jacobian) costs no Jacobian (under a
     ``vmap`` that batches γ the ``cond`` evaluates both branches, i.e. one extra Jacobian per step, as diffrax does).
+
+    ``vector_field``: the function ``(t, y, args)`` of the ``diffrax.ODETerm`` whose stages this solves, when known.
+    The Jacobian is then taken of it through a jitted function, whose trace JAX keeps for every call: diffrax traces a
+    step three times, each with two linearisations (the structure's state and the second stage's), and passes its own
+    closure-converted copy of the vector field, a new one each time, so ``jax.jacfwd`` of that was traced six times per
+    program (3.7 of the 4.8 s that tracing a CDM simulation took). None: the Jacobian of diffrax's stage relation.
     """
 
     rtol: float
@@ -128,6 +127,7 @@ class StepChord(optx.AbstractRootFinder):
     kappa: float = 0.1
     tiny: float = 1e-3
     linear_solver: lx.AbstractLinearSolver = lx.LU()
+    vector_field: Callable | None = None
 
     def init(
         self,
@@ -143,7 +143,12 @@ class StepChord(optx.AbstractRootFinder):
         if "init_state" in options:
             return options["init_state"]
         diagonal = args[1]
-        jac = jax.lax.cond(diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y), lambda: _stage_jacobian(y, args))
+        if self.vector_field is None:
+            full = lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y)
+        else:  # diffrax's arguments of the stage relation (stage, γ, vf, prod, t_i, y_i, args, h); prod(f, h) = h f
+            _, _, _, _, t_i, y_partial, vf_args, h = args
+            full = lambda: _stage_jacobian(self.vector_field, y, diagonal * h, t_i, y_partial, vf_args)
+        jac = jax.lax.cond(diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y), full)
         operator = lx.PyTreeLinearOperator(jax.lax.stop_gradient(jac), jax.eval_shape(lambda: y), tags)
         inf = jnp.array(jnp.inf, jnp.result_type(*jax.tree.leaves(y)))
         return _ChordState(
@@ -668,7 +673,7 @@ def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.residual))
     method = _ADAPTIVE[cfg.solver]()
     if isinstance(method, diffrax.AbstractImplicitSolver):
-        method = type(method)(root_finder=diffrax.with_stepsize_controller_tols(StepChord)())
+        method = type(method)(root_finder=diffrax.with_stepsize_controller_tols(StepChord)(vector_field=_vector_field))
     controller = _RememberStep(diffrax.PIDController(rtol=rtol, atol=atol))
     return diffrax.ODETerm(_vector_field), method, controller, (system, inputs, fd_jac(system.forward_dynamics))
 
