@@ -47,8 +47,9 @@ from jaxtyping import Array, Float, PyTree
 from jaxse3 import se3
 from jaxse3.lie import se2
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, is_zero, jvp_of_rest
+from jaxse3.rod._gravity import gravity_at_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import Joints, check_state, joint_force_jacobian, joint_rates, joints
+from jaxse3.rod.kinematics import UNROLLED_STEPS, Joints, check_state, joint_force_jacobian, joint_rates, joints
 from jaxse3.rod.magnus import magnus_ZT_apply
 from jaxse3.rod.model import Rod
 
@@ -65,9 +66,6 @@ __all__ = [
 #: The package's rule counter (:data:`jaxse3.lie.tangents.RULE_CALLS`), under the name the rod has always used; its
 #: keys "inverse_dynamics", "generalized_forces", "forward_dynamics" show that jax.jacfwd runs the rod's formulas.
 ROD_RULE_CALLS = RULE_CALLS
-
-#: The longest forward pass (in scan steps: joints, or runs of constant strain) that runs unrolled.
-UNROLLED_STEPS = 4
 
 #: The entries of :class:`RNEAResult` besides ID that each level returns.
 _LEVELS = {"id": (), "mass": ("M",), "all": ("M", "dq", "dqd")}
@@ -518,7 +516,7 @@ def inverse_dynamics_derivatives(
 
 
 def _id_rest_plain(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, " n_dof"]:
-    return rnea(rod, q, None, None).tau
+    return gravity_at_rest(rod, q, jacobian=False)[0]
 
 
 def _id_rest_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"], Float[Array, " n_dof"]]:
@@ -526,8 +524,8 @@ def _id_rest_jvp(primals: tuple, tangents: tuple) -> tuple[Float[Array, " n_dof"
     rest = jvp_of_rest(_id_rest_plain, primals, tangents, analytic=(1,))
     if is_zero(tangents[1]):  # along the rod's parameters only: no derivative pass
         return _id_rest_plain(rod, q), rest
-    r = rnea(rod, q, None, None, level="all")
-    return r.tau, accumulate(r.tau, [(r.dq, tangents[1])], rest)
+    tau, dq = gravity_at_rest(rod, q)
+    return tau, accumulate(tau, [(dq, tangents[1])], rest)
 
 
 _id_rest = custom_rule("inverse_dynamics_at_rest", _id_rest_plain, _id_rest_jvp)
@@ -536,8 +534,9 @@ _id_rest = custom_rule("inverse_dynamics_at_rest", _id_rest_plain, _id_rest_jvp)
 def inverse_dynamics_at_rest(rod: Rod, q: Float[Array, " n_dof"]) -> Float[Array, " n_dof"]:
     """ID(q, 0, 0), the generalised gravity force with its sign in ID (seed 003 eqs. (13a), (14)–(16)), (n_dof,).
 
-    Equal to ``inverse_dynamics(rod, q, 0, 0)``, for statics: its custom_jvp rule runs the recursion at rest (no
-    velocity or acceleration term, no App. C joint derivative), the (21, 55) Jacobian with R = Y = 𝓝 = 0.
+    Equal to ``inverse_dynamics(rod, q, 0, 0)``, for statics: the value and its custom_jvp rule, the (21) Jacobian
+    with R = Y = 𝓝 = 0, are the world-frame sums of :func:`jaxse3.rod._gravity.gravity_at_rest` (no velocity or
+    acceleration term, no recursion over the joints).
     """
     check_state(rod, q=q)
     return _id_rest(rod, jnp.asarray(q, dtype=jnp.result_type(float, q)))

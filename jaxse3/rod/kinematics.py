@@ -33,6 +33,7 @@ from jaxse3.rod.magnus import collocation_nodes, magnus_dZ, magnus_dZT, magnus_o
 from jaxse3.rod.model import Rod
 
 __all__ = [
+    "UNROLLED_STEPS",
     "tangent_operator",
     "joint_twists",
     "forward_kinematics",
@@ -48,7 +49,11 @@ __all__ = [
     "JointRates",
     "joint_rates",
     "joint_force_jacobian",
+    "joint_force_jacobian_sum",
 ]
+
+#: The longest pass over the joints (in scan steps: joints, or runs of constant strain) that runs unrolled.
+UNROLLED_STEPS = 4
 
 
 def tangent_operator(Omega: Float[Array, "... 6"]) -> Float[Array, "... 6 6"]:
@@ -321,3 +326,23 @@ def joint_force_jacobian(
     (:func:`~jaxse3.rod.magnus.magnus_dZT` at Tᵀ𝓕); on SE(2) for 3-vectors (a planar rod's recursions)."""
     lie = se2 if F.shape[-1] == 3 else se3
     return Z.T @ lie.dexpT_jac(Omega, F) @ Z + magnus_dZT(Phi_c, lie.dexpT_apply(Omega, F), h, order)
+
+
+def joint_force_jacobian_sum(
+    Omega: Float[Array, "n_j d"],
+    Z: Float[Array, "n_j d n"],
+    F: Float[Array, "n_j d"],
+    Phi_c: Float[Array, "n_j n_c d n"],
+    h: Float[Array, " n_j"],
+    order: int,
+) -> Float[Array, "n n"]:
+    """Σ_α ∂(S_αᵀ𝓕_α)/∂q at fixed 𝓕_α over joints α (C29, :func:`joint_force_jacobian` of each): the 𝓩ᵀ(∂(Tᵀ𝓕)/∂Ω)𝓩
+    terms as one contraction over the joints and twist components (no (n, n) matrix per joint); on SE(2) for
+    3-vectors."""
+    lie = se2 if F.shape[-1] == 3 else se3
+    n = Z.shape[-1]
+    total = Z.reshape(-1, n).T @ (lie.dexpT_jac(Omega, F) @ Z).reshape(-1, n)
+    if order == 2:  # 𝓩 = hΦ does not depend on q
+        return total
+    w = lie.dexpT_apply(Omega, F)
+    return total + jnp.sum(jax.vmap(lambda P, wa, ha: magnus_dZT(P, wa, ha, order))(Phi_c, w, h), axis=0)

@@ -1,0 +1,180 @@
+"""The generalised gravity force of a rod at rest, ID(q, 0, 0), and its Jacobian, by sums in the world frame.
+
+At rest (q̇ = q̈ = 0) the point wrenches of (16) are the weights alone, and the composite wrench of joint α (22c), the
+weight of every point k > α expressed at point α, has a closed form. With g_k = (R_k, p_k) and the points' masses m_k
+(the isotropic translational entries of 𝓜_k), the weights' world wrench about point α is ((c_α × a), M_α a), with
+M_α = Σ_{k>α} m_k and the first mass moment c_α = Σ_{k>α} m_k (p_k − p_α), so (wrenches (moment, force); the minus sign
+of 𝓕_k = −𝓜_k Ad⁻¹_{g_k}𝓖 in (16))
+
+    𝓕^C_α = −(R_αᵀ(c_α × a), M_α R_αᵀ a),        ID = Σ_α S_αᵀ 𝓕^C_α                                       (14)
+
+and the Jacobian of (21) at rest follows from δR_α = R_α[J^ω_α δq]×, δc_α = Σ_{k>α} m_k δp_k − M_α δp_α:
+
+    ∂𝓕^C_α/∂q = −([R_αᵀ(c_α × a)]× J^ω_α − R_αᵀ[a]×(D_α − M_α V_α),  M_α [R_αᵀ a]× J^ω_α),
+    ∂ID/∂q = Σ_α ∂(S_αᵀ𝓕)/∂q|_{𝓕^C_α} (C29) + S_αᵀ ∂𝓕^C_α/∂q,
+
+where V_k = ∂p_k/∂q is the world Jacobian of point k's position (the linear rows of the spatial Jacobian Σ_{β<k}
+Ad_{g_β} S_β taken at p_k), J^ω_α = R_αᵀ Σ_{β<α} R_β S^ω_β the body angular Jacobian and D_α = Σ_{k>α} m_k V_k. Every
+sum over joints or points is a cumulative sum: no recursion over the joints is left but the poses' (none on the plane,
+where rotations commute; one step per run of constant strain otherwise), so the rest residual of statics costs a few
+fused array operations instead of two passes over the joints. The recursions of :func:`jaxse3.rod.rnea` at rest are
+the oracle in the tests.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from jaxse3 import se3, so3
+from jaxse3.lie import se2
+from jaxse3.rod.kinematics import UNROLLED_STEPS, _run_scales, _twist_rates, joint_force_jacobian_sum
+from jaxse3.rod.model import Rod
+
+__all__ = ["gravity_at_rest"]
+
+_PLANE = jnp.asarray(se2.PLANE)
+
+
+class _Space:
+    """The vector algebra of the sums in space: angular and linear vectors are 3-vectors, columns (..., 3, n)."""
+
+    cross = staticmethod(jnp.cross)  # u × v of linear vectors: an angular vector
+
+    @staticmethod
+    def cross_columns(U: Array, v: Array) -> Array:
+        """U × v column by column (linear columns U, a linear vector v): angular columns."""
+        return jnp.cross(U, v[:, None], axis=-2)
+
+    @staticmethod
+    def linear_cross(u: Array, W: Array) -> Array:
+        """u × W column by column (a linear vector u, angular columns W): linear columns."""
+        return so3.hat(u) @ W
+
+    @staticmethod
+    def angular_cross(y: Array, W: Array) -> Array:
+        """y × W column by column (an angular vector y, angular columns W): angular columns."""
+        return so3.hat(y) @ W
+
+    @staticmethod
+    def rotate_angular(R: Array, x: Array) -> Array:
+        return _rotate(R, x)
+
+
+class _Plane:
+    """The same algebra in the plane: angular vectors about z are (..., 1), linear vectors (..., 2)."""
+
+    @staticmethod
+    def cross(u: Array, v: Array) -> Array:
+        return (u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0])[..., None]
+
+    @staticmethod
+    def cross_columns(U: Array, v: Array) -> Array:
+        return (U[..., 0, :] * v[1] - U[..., 1, :] * v[0])[..., None, :]
+
+    @staticmethod
+    def linear_cross(u: Array, W: Array) -> Array:
+        return jnp.stack([u[..., 1], -u[..., 0]], axis=-1)[..., :, None] * W  # u × (w e_z) = w (u_y, −u_x)
+
+    @staticmethod
+    def angular_cross(y: Array, W: Array) -> Array:
+        return jnp.zeros_like(W)  # rotations about one axis commute
+
+    @staticmethod
+    def rotate_angular(R: Array, x: Array) -> Array:
+        return x  # a rotation about z keeps z
+
+
+def _rotate(R: Array, x: Array) -> Array:
+    """R x for linear vectors (..., d) or columns (..., d, n)."""
+    return R @ x if x.ndim == R.ndim else jnp.einsum("...ij,...j->...i", R, x)
+
+
+def _after(x: Array) -> Array:
+    """Σ_{k>α} x_k for every joint α = 0 … n_p − 2, from the points' x_k (k = 1 … n_p − 1)."""
+    return jnp.cumsum(x[::-1], axis=0)[::-1]
+
+
+def _before(x: Array) -> Array:
+    """Σ_{β<k} x_β for every point k = 0 … n_p − 1, from the joints' x_β (β = 0 … n_p − 2)."""
+    return jnp.concatenate([jnp.zeros_like(x[:1]), jnp.cumsum(x, axis=0)])
+
+
+def _planar_poses(Om: Float[Array, "n_j 3"]) -> tuple[Float[Array, "n_p 2 2"], Float[Array, "n_p 2"]]:
+    """Rotations and positions of every point of a planar rod in its base frame: on the plane rotations commute, so
+    θ_k = Σ_{β<k} ω_β and p_k = Σ_{β<k} R(θ_β) t_β with t_β the translation of exp(Ω̂_β) — cumulative sums, no
+    recursion."""
+    t = se2.exp(Om)[:, :2, 2]
+    th = jnp.concatenate([jnp.zeros(1, Om.dtype), jnp.cumsum(Om[:, 0])])
+    c, s = jnp.cos(th), jnp.sin(th)
+    R = jnp.stack([jnp.stack([c, -s], -1), jnp.stack([s, c], -1)], -2)
+    p = jnp.concatenate([jnp.zeros((1, 2), Om.dtype), jnp.cumsum(jnp.einsum("kij,kj->ki", R[:-1], t), axis=0)])
+    return R, p
+
+
+def _spatial_poses(rod: Rod, q: Float[Array, " n_dof"], Om: Float[Array, "n_j 6"]) -> Float[Array, "n_p 4 4"]:
+    """Poses of every point in the world: on runs of constant strain ξ each point follows from its run's first point,
+    g = g_anchor exp(s ξ̂) side by side, and only the anchors are chained (one step per run); otherwise the chain
+    g_{α+1} = g_α exp(Ω̂_α)."""
+    m = rod.strain_run
+    base = rod.base_pose.astype(q.dtype)
+    if m > 1:
+        xi = rod.Phi_c[::m, 0] @ q + rod.xi_star_c[::m, 0]  # (n_runs, 6)
+        steps = se3.exp(_run_scales(rod)[..., None] * xi[:, None, :])  # (n_runs, m, 4, 4): anchor → its points
+    else:
+        steps = se3.exp(Om)[:, None]  # (n_j, 1, 4, 4)
+
+    def run(anchor, E):
+        pts = anchor @ E
+        return pts[-1], pts
+
+    _, g = jax.lax.scan(run, base, steps, unroll=steps.shape[0] <= UNROLLED_STEPS)
+    return jnp.concatenate([base[None], g.reshape((-1, 4, 4))])
+
+
+def gravity_at_rest(
+    rod: Rod, q: Float[Array, " n_dof"], jacobian: bool = True
+) -> tuple[Float[Array, " n_dof"], Float[Array, "n_dof n_dof"] | None]:
+    """(ID(q, 0, 0), ∂ID(q, 0, 0)/∂q or None): the generalised gravity force of the rod at rest with its sign in ID
+    (seed 003 eqs. (14), (16) at rest) and the Jacobian (21) at rest, by the world-frame sums of the module
+    docstring. A planar rod (``rod.planar``) runs them in the plane of its base frame: joints on SE(2), angular
+    vectors about z."""
+    dtype = q.dtype
+    a = rod.gravity.astype(dtype)
+    z = jnp.zeros_like(q)
+    if rod.planar:
+        alg, k = _Plane, 1  # k: the angular rows of a twist
+        a = (rod.base_pose[:3, :3].astype(dtype).T @ a)[:2]  # in the plane of the base frame
+        Om, _, _, Z = _twist_rates(rod, q, z, z, False, se2.PLANE)  # (n_j, 3), (n_j, 3, n)
+        S = se2.dexp(Om) @ Z
+        R, p = _planar_poses(Om)
+        Phi_c = rod.Phi_c[..., _PLANE, :]
+    else:
+        alg, k = _Space, 3
+        Om, _, _, Z = _twist_rates(rod, q, z, z, False)
+        S = se3.dexp(Om) @ Z  # (n_j, 6, n)
+        g = _spatial_poses(rod, q, Om)
+        R, p = g[:, :3, :3], g[:, :3, 3]
+        Phi_c = rod.Phi_c
+    Ra, RaT, pa = R[:-1], jnp.swapaxes(R[:-1], -1, -2), p[:-1]  # each joint's start point α
+    m = rod.inertia[1:, 3].astype(dtype)  # the points k > 0 (the base carries no joint)
+    M = _after(m)
+    c = _after(m[:, None] * p[1:]) - M[:, None] * pa
+    y1 = alg.rotate_angular(RaT, alg.cross(c, a))  # R_αᵀ(c_α × a)
+    y2 = _rotate(RaT, a)  # R_αᵀ a
+    FC = -jnp.concatenate([y1, M[:, None] * y2], axis=-1)  # 𝓕^C_α (22c) at rest
+    tau = jnp.einsum("kin,ki->n", S, FC)  # (14)
+    if not jacobian:
+        return tau, None
+    n = q.shape[0]
+    Wj = alg.rotate_angular(Ra, S[:, :k])  # each joint's world angular columns
+    W = _before(Wj)  # the spatial Jacobian at every point: angular columns,
+    U = _before(_rotate(Ra, S[:, k:]) + alg.linear_cross(pa, Wj))  # linear columns at the world origin
+    V = U - alg.linear_cross(p, W)  # ∂p_k/∂q
+    Jw = alg.rotate_angular(RaT, W[:-1])  # body angular Jacobian at α
+    dc = _after(m[:, None, None] * V[1:]) - M[:, None, None] * V[:-1]  # ∂c_α/∂q
+    dang = alg.angular_cross(y1, Jw) + alg.rotate_angular(RaT, alg.cross_columns(dc, a))
+    dFC = -jnp.concatenate([dang, M[:, None, None] * alg.linear_cross(y2, Jw)], axis=-2)
+    C29 = joint_force_jacobian_sum(Om, Z, FC, Phi_c, rod.h, rod.expansion_order)
+    return tau, C29 + S.reshape(-1, n).T @ dFC.reshape(-1, n)  # (21) at rest

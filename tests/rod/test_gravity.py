@@ -1,0 +1,77 @@
+"""The generalised gravity force at rest by world-frame sums (``jaxse3.rod._gravity``) against independent oracles.
+
+Oracles: the RNEA recursions at rest (``rnea(rod, q, None, None, level="all")``: forward and backward passes over the
+joints), autodiff of the Kane/Jacobian assembly of :mod:`tests.rod.reference`, and central differences; on spatial
+rods (Legendre bases at Magnus order 2 and 4, tapered, tilted base; a precurved PCS rod on runs of constant strain)
+and planar ones (on SE(2), tilted out of the world axes, gravity with an out-of-plane component), at random
+configurations and at the straight rod (θ = 0 exactly), under jit and vmap.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxse3 import rod as R
+from jaxse3.rod._gravity import gravity_at_rest
+from tests.rod import reference as ref
+from tests.rod.conftest import relative_error, small_rod
+from tests.rod.test_segments import _planar_rods, _rod
+
+_gravity = jax.jit(jax.vmap(gravity_at_rest, in_axes=(None, 0)))
+_recursion = jax.jit(jax.vmap(lambda rod, q: R.rnea(rod, q, None, None, level="all"), in_axes=(None, 0)))
+
+
+def _rods():
+    pcs_planar, legendre_planar = _planar_rods()
+    precurved = _rod(R.PiecewiseConstantBasis(2), n_gauss=2, xi_star=(0.1, -0.3, 2.0, 1.0, 0.05, 0.0))
+    return {
+        "legendre order 4": small_rod(4),
+        "legendre order 2": small_rod(2),
+        "pcs runs": precurved,
+        "planar pcs": pcs_planar,
+        "planar legendre": legendre_planar,
+    }
+
+
+@pytest.mark.parametrize("name", list(_rods()))
+def test_gravity_at_rest_equals_the_recursions(name):
+    rod = _rods()[name]
+    assert (rod.strain_run > 1) == ("pcs" in name) and rod.planar == ("planar" in name)
+    qs = jnp.concatenate([jnp.zeros((1, rod.n_dof)), 0.5 * jax.random.normal(jax.random.PRNGKey(1), (3, rod.n_dof))])
+    tau, dq = _gravity(rod, qs)
+    want = _recursion(rod, qs)
+    assert float(jnp.max(jnp.abs(want.dq[1:]))) > 1e-3  # the gravity stiffness is present
+    for k in range(qs.shape[0]):
+        assert relative_error(tau[k], want.tau[k]) < 1e-12, (name, k)
+        assert relative_error(dq[k], want.dq[k]) < 1e-11, (name, k)
+    value_only, none = gravity_at_rest(rod, qs[1], jacobian=False)
+    assert none is None and relative_error(value_only, want.tau[1]) < 1e-13
+
+
+def test_gravity_at_rest_against_the_kane_assembly_and_central_differences():
+    rod = small_rod(4)
+    q = 0.4 * jax.random.normal(jax.random.PRNGKey(5), (rod.n_dof,))
+    z = jnp.zeros_like(q)
+    tau, dq = jax.jit(gravity_at_rest)(rod, q)
+    assert relative_error(tau, ref.inverse_dynamics(rod, q, z, z)) < 1e-12
+    assert relative_error(dq, jax.jacfwd(ref.inverse_dynamics, argnums=1)(rod, q, z, z)) < 1e-11
+    value = jax.jit(lambda x: gravity_at_rest(rod, x, jacobian=False)[0])
+    assert relative_error(dq, ref.central_difference(value, q, 1e-5)) < 1e-8
+
+
+def test_statics_rule_runs_it_and_parameter_tangents_fall_back_to_autodiff():
+    """inverse_dynamics_at_rest's value and rule are these sums; a tangent along the rod's inertia differentiates
+    the same plain function (ID at rest is linear in the inertia)."""
+    rod = _rods()["planar pcs"]
+    q = 0.5 * jax.random.normal(jax.random.PRNGKey(2), (rod.n_dof,))
+    tau, dq = gravity_at_rest(rod, q)
+    before = R.ROD_RULE_CALLS["inverse_dynamics_at_rest"]
+    np.testing.assert_array_equal(jax.jit(R.inverse_dynamics_at_rest)(rod, q), tau)
+    np.testing.assert_allclose(jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1)(rod, q), dq, rtol=0, atol=1e-15)
+    assert R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > before
+    scaled = lambda s: R.inverse_dynamics_at_rest(eqx.tree_at(lambda r: r.inertia, rod, rod.inertia * s), q)
+    np.testing.assert_allclose(jax.jacfwd(scaled)(1.0), tau, rtol=1e-12, atol=1e-15)
