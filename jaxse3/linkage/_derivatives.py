@@ -288,8 +288,7 @@ def _backward_link(
 def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
     """Σ_α ∂(S_αᵀ𝓕^C_α)/∂q at fixed 𝓕^C_α of a rod's joints (C29), its own (n_dof, n_dof) block of ∂ID/∂q."""
 
-    one = lambda *a: rod_kinematics.joint_force_jacobian(*a, rod.expansion_order)
-    return jnp.sum(jax.vmap(one)(Om, Z, FC, rod.Phi_c, rod.h), axis=0)
+    return rod_kinematics.joint_force_jacobian_sum(Om, Z, FC, rod.Phi_c, rod.h, rod.expansion_order)
 
 
 def tree_derivatives(

@@ -49,8 +49,8 @@ from jaxse3.lie import se2
 from jaxse3.lie.tangents import RULE_CALLS, accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rod._gravity import gravity_at_rest
 from jaxse3.rod.forces import Loads, external_wrenches
-from jaxse3.rod.kinematics import UNROLLED_STEPS, Joints, check_state, joint_force_jacobian, joint_rates, joints
-from jaxse3.rod.magnus import magnus_ZT_apply
+from jaxse3.rod.kinematics import UNROLLED_STEPS, Joints, check_state, joint_rates, joints
+from jaxse3.rod.magnus import magnus_dZT, magnus_ZT_apply
 from jaxse3.rod.model import Rod
 
 __all__ = [
@@ -171,9 +171,34 @@ def _with_tip(hist: PyTree[Array], last: PyTree[Array]) -> PyTree[Array]:
     return jax.tree.map(lambda h, l: jnp.concatenate([h, l[None]], axis=0), hist, last)
 
 
-def _sum_over_joints(rows: RNEAResult) -> RNEAResult:
-    """Σ_α of the per-joint summands of (14), (21), (27), (32)."""
-    return jax.tree.map(lambda r: jnp.sum(r, axis=0), rows)
+class JointRows(NamedTuple):
+    """One joint's summands of ID (14), M (32), ∂ID/∂q (21, 55) and ∂ID/∂q̇ (27), each matrix as factor pairs (L, R)
+    with summand Σ Lᵀ R — (S_α, 𝓜^C S^B + W^S) for M, (S_α, ·) for ∂ID/∂q̇, (𝓩_α, (∂(Tᵀ𝓕^C)/∂Ω)𝓩_α) of (C29) and
+    (S_α, ·) for ∂ID/∂q — left unmultiplied, so that the sum over the joints is one contraction over the joints and
+    the twist components (:func:`_sum_over_joints`) instead of an (n, n) matrix per joint; ``dq_dZT``: the Magnus
+    order-4 term of (C29), an (n, n) matrix (None at order 2)."""
+
+    tau: Float[Array, " n_dof"]
+    M: tuple[tuple[Array, Array], ...] | None
+    dq: tuple[tuple[Array, Array], ...] | None
+    dq_dZT: Float[Array, "n_dof n_dof"] | None
+    dqd: tuple[tuple[Array, Array], ...] | None
+
+
+def _sum_over_joints(rows: JointRows) -> RNEAResult:
+    """Σ_α of the per-joint summands of (14), (21), (27), (32) (leading axes: the joints, or runs and their joints)."""
+    lead = rows.tau.ndim - 1
+
+    def contract(pairs: tuple[tuple[Array, Array], ...] | None) -> Array | None:
+        if pairs is None:
+            return None
+        n = pairs[0][0].shape[-1]
+        return sum(L.reshape(-1, n).T @ R.reshape(-1, n) for L, R in pairs)
+
+    dq = contract(rows.dq)
+    if rows.dq_dZT is not None:
+        dq = dq + jnp.sum(rows.dq_dZT, axis=tuple(range(lead)))
+    return RNEAResult(jnp.sum(rows.tau, axis=tuple(range(lead))), contract(rows.M), dq, contract(rows.dqd))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -311,16 +336,16 @@ def _point_quantities(
 
 def _composite_step(
     c: Composites, j: Joints, p: PointQuantities, J: Float[Array, "6 n_dof"]
-) -> tuple[Composites, RNEAResult]:
+) -> tuple[Composites, JointRows]:
     """The composite part of one backward step at joint α, from the sums at α + 1 and point α + 1: 𝓕^C_α (22c) and
     the summand S_αᵀ𝓕^C_α of ID (14); with 𝓜_k also 𝓜^C_α (22e), W^S_α (33) and S_αᵀ(𝓜^C_α S^B_α + W^S_α) of M
     (32)."""
     FC = j.coAd @ (p.F + c.FC)  # (22c)
     if p.M is None:
-        return Composites(FC, None, None), RNEAResult(j.S.T @ FC, None, None, None)  # (14)
+        return Composites(FC, None, None), JointRows(j.S.T @ FC, None, None, None, None)  # (14)
     MC = j.coAd @ (p.M[:, None] * jnp.eye(p.M.shape[-1], dtype=p.M.dtype) + c.MC) @ j.Ad_inv  # (22e)
     W = MC @ j.S + j.coAd @ c.W  # (33)
-    return Composites(FC, MC, W), RNEAResult(j.S.T @ FC, j.S.T @ (MC @ J + W), None, None)  # (14), (32)
+    return Composites(FC, MC, W), JointRows(j.S.T @ FC, ((j.S, MC @ J + W),), None, None, None)  # (14), (32)
 
 
 def _next_points(pts: PointQuantities) -> PointQuantities:
@@ -361,7 +386,7 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
         x: tuple[
             Joints, PointQuantities, PointKinematics, JointTerms | None, Float[Array, "n_c 6 n_dof"], Float[Array, ""]
         ],
-    ) -> tuple[tuple[Composites, DerivativeSums], RNEAResult]:
+    ) -> tuple[tuple[Composites, DerivativeSums], JointRows]:
         ahead, s = c  # the sums at α + 1
         j, p, k, t, Phi_c, h = x  # joint α, point α + 1, point α (J_α = S^B_α, X^B_α), R_α, Q_α, Y_α, interval α
         comp, row = _composite_step(ahead, j, p, k.J)
@@ -376,19 +401,21 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
                 U = U + NC @ t.R  # (22f)
                 V = NC @ j.S + comp.MC @ t.Y + j.coAd @ s.V  # (28c)
                 acc = acc + NC @ k.termsB.R
-                dqd = j.S.T @ (NC @ k.J + comp.MC @ k.termsB.Y + V)  # (27)
+                dqd = ((j.S, NC @ k.J + comp.MC @ k.termsB.Y + V),)  # (27)
             acc = acc + U
         if p.dFext is not None:
             E = j.coAd @ (p.dFext + s.E)  # (56)
             acc = acc - E
-        dSTF = joint_force_jacobian(j.Omega, j.Z, comp.FC, Phi_c, h, order)  # (C29)
-        return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dSTF + j.S.T @ acc, dqd=dqd)  # (21, 55), (27)
+        # (C29) and (21, 55): 𝓩ᵀ(∂(Tᵀ𝓕^C)/∂Ω)𝓩 + S_αᵀ acc as one factor pair, the Magnus order-4 term apart
+        dq = ((j.Z, lie.dexpT_jac(j.Omega, comp.FC) @ j.Z), (j.S, acc))
+        dZT = None if order == 2 else magnus_dZT(Phi_c, lie.dexpT_apply(j.Omega, comp.FC), h, order)
+        return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dq, dq_dZT=dZT, dqd=dqd)  # (27)
 
     def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor
         first = lambda a: jnp.zeros((run - 1,) + a.shape, a.dtype)  # no joint ahead of the run's other joints
         ahead = jax.tree.map(lambda a: jnp.concatenate([first(a), a[None]]), c)
         sums, rows = jax.vmap(step, in_axes=(0, (0, 0, None, 0, 0, 0)))(ahead, x)  # one anchor for the run
-        return jax.tree.map(lambda a: jnp.sum(a, axis=0), sums), _sum_over_joints(rows)
+        return jax.tree.map(lambda a: jnp.sum(a, axis=0), sums), rows
 
     inertia, rest = pts.M is not None, pts.N is None
     loads = pts.dFext is not None

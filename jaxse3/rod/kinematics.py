@@ -48,7 +48,6 @@ __all__ = [
     "check_state",
     "JointRates",
     "joint_rates",
-    "joint_force_jacobian",
     "joint_force_jacobian_sum",
 ]
 
@@ -314,20 +313,6 @@ def differential_kinematics(
     return g, J, J @ qd, Jd
 
 
-def joint_force_jacobian(
-    Omega: Float[Array, " d"],
-    Z: Float[Array, "d n"],
-    F: Float[Array, " d"],
-    Phi_c: Float[Array, "n_c d n"],
-    h: Float[Array, ""],
-    order: int,
-) -> Float[Array, "n n"]:
-    """∂(S_αᵀ𝓕)/∂q at fixed 𝓕 of one joint (C29): 𝓩ᵀ(∂(T(Ω)ᵀ𝓕)/∂Ω)𝓩 plus the Magnus term of 𝓩's dependence on q
-    (:func:`~jaxse3.rod.magnus.magnus_dZT` at Tᵀ𝓕); on SE(2) for 3-vectors (a planar rod's recursions)."""
-    lie = se2 if F.shape[-1] == 3 else se3
-    return Z.T @ lie.dexpT_jac(Omega, F) @ Z + magnus_dZT(Phi_c, lie.dexpT_apply(Omega, F), h, order)
-
-
 def joint_force_jacobian_sum(
     Omega: Float[Array, "n_j d"],
     Z: Float[Array, "n_j d n"],
@@ -336,9 +321,9 @@ def joint_force_jacobian_sum(
     h: Float[Array, " n_j"],
     order: int,
 ) -> Float[Array, "n n"]:
-    """Σ_α ∂(S_αᵀ𝓕_α)/∂q at fixed 𝓕_α over joints α (C29, :func:`joint_force_jacobian` of each): the 𝓩ᵀ(∂(Tᵀ𝓕)/∂Ω)𝓩
-    terms as one contraction over the joints and twist components (no (n, n) matrix per joint); on SE(2) for
-    3-vectors."""
+    """Σ_α ∂(S_αᵀ𝓕_α)/∂q at fixed 𝓕_α over joints α (C29): 𝓩ᵀ(∂(T(Ω)ᵀ𝓕)/∂Ω)𝓩 plus the Magnus term of 𝓩's
+    dependence on q (:func:`~jaxse3.rod.magnus.magnus_dZT` at Tᵀ𝓕), the first as one contraction over the joints and
+    twist components (no (n, n) matrix per joint); on SE(2) for 3-vectors (a planar rod's recursions)."""
     lie = se2 if F.shape[-1] == 3 else se3
     n = Z.shape[-1]
     total = Z.reshape(-1, n).T @ (lie.dexpT_jac(Omega, F) @ Z).reshape(-1, n)
