@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jaxse3  # noqa: F401 - installs the batched lowerings
+from jaxse3._batched_linalg import SMALL
 
 # Independent batched triangular solves: jaxlib's LAPACK kernel splits each batch over the intra-op pool and blocks;
 # kernels side by side can hold every pool thread and hang forever (jaxlib 0.10.2, 2 cores: B = 64, 24×24, 48
@@ -52,13 +53,15 @@ def _lapack_batched(f, *args) -> list[bool]:
     return [("[5," in line) for line in lines if 'custom_call_target="lapack_' in line]
 
 
-def test_batched_factorisations_avoid_lapack_and_agree_with_it():
-    """Batched LU, Cholesky and triangular solves call LAPACK one member at a time (never its batched kernels);
-    batched results (and their derivatives) equal the single-matrix results member by member."""
+@pytest.mark.parametrize("n", [7, SMALL + 2])
+def test_batched_factorisations_avoid_lapack_and_agree_with_it(n):
+    """Batched LU, Cholesky and triangular solves never call LAPACK's batched kernels: LU one member at a time, and
+    Cholesky and triangular solves one member at a time above ``SMALL`` and as unrolled recurrences (no LAPACK at
+    all) up to it; batched results (and their derivatives) equal the single-matrix results member by member."""
     rng = np.random.default_rng(0)
-    A = jnp.asarray(rng.normal(size=(5, 7, 7)) + 7 * np.eye(7))
+    A = jnp.asarray(rng.normal(size=(5, n, n)) + n * np.eye(n))
     S = jnp.einsum("bij,bkj->bik", A, A)
-    b = jnp.asarray(rng.normal(size=(5, 7, 3)))
+    b = jnp.asarray(rng.normal(size=(5, n, 3)))
     fns = {
         "solve": lambda A, b: jnp.linalg.solve(A, b),
         "cho_solve": lambda S, b: jsl.cho_solve(jsl.cho_factor(S), b),
@@ -67,15 +70,40 @@ def test_batched_factorisations_avoid_lapack_and_agree_with_it():
     for name, f in fns.items():
         M = S if name == "cho_solve" else A
         calls = _lapack_batched(f, M, b)
-        assert calls and not any(calls), name
+        if n <= SMALL and name != "solve":
+            assert not calls, name
+        else:
+            assert calls and not any(calls), name
         batched = jax.jit(f)(M, b)
         grads = jax.jit(jax.vmap(jax.grad(lambda M, b: jnp.sum(f(M, b) ** 2))))(M, b)
         for k in range(5):
             np.testing.assert_allclose(batched[k], f(M[k], b[k]), rtol=1e-12, atol=1e-13)
             np.testing.assert_allclose(grads[k], jax.grad(lambda M: jnp.sum(f(M, b[k]) ** 2))(M[k]), rtol=1e-10)
-    bad = jnp.stack([S[0], -S[1]])  # Cholesky of a matrix that is not positive definite: NaN, as LAPACK's path gives
+    # Cholesky of a matrix that is not positive definite: NaN, as LAPACK's path gives — also when only its last pivot
+    # fails (the leading rows would factor)
+    bad = jnp.stack([S[0], -S[1], S[2].at[-1, -1].set(-1.0)])
     L = jax.jit(jnp.linalg.cholesky)(bad)
-    assert np.all(np.isfinite(L[0])) and np.all(np.isnan(L[1][np.tril_indices(7)]))  # the whole lower triangle
+    assert np.all(np.isfinite(L[0]))
+    for k in (1, 2):
+        assert np.all(np.isnan(L[k][np.tril_indices(n)])), k  # the whole lower triangle
+
+
+@pytest.mark.parametrize("n", [1, 4, SMALL])
+def test_unrolled_triangular_solves_read_one_triangle_in_every_form(n):
+    """Every (lower, transpose, unit diagonal) form of a batched small triangular solve against LAPACK on each
+    member, with garbage in the triangle that must not be read."""
+    rng = np.random.default_rng(1)
+    A = jnp.asarray(rng.normal(size=(5, n, n)) + 3 * np.eye(n))
+    b = jnp.asarray(rng.normal(size=(5, n, 2)))
+    for lower in (True, False):
+        for transpose_a in (False, True):
+            for unit_diagonal in (False, True):
+                f = lambda A, b: jax.lax.linalg.triangular_solve(
+                    A, b, left_side=True, lower=lower, transpose_a=transpose_a, unit_diagonal=unit_diagonal
+                )
+                batched = jax.jit(f)(A, b)
+                for k in range(5):
+                    np.testing.assert_allclose(batched[k], f(A[k], b[k]), rtol=1e-11, atol=1e-12)
 
 
 def test_settings_can_be_turned_off(tmp_path):
