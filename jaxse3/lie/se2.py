@@ -128,19 +128,22 @@ def dexp(X: Vector) -> Matrix:
     return eye + (0.5 * beta)[..., None, None] * A + delta[..., None, None] * (A @ A)
 
 
-def _dexp_rates(w: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
-    """(b, d, b', d', b'', d'') of dexp_X = I + b ad_X + d ad_X² (b = β/2, d = δ) with their ω-derivatives: on the
-    plane ad³ = −t ad (t = ω²), so b = a₁ − t a₃ and d = a₂ − t a₄ of seed 000 eq. (23), and with ā = 2 da/dt,
-    ă = 2 dā/dt (eqs. (31), (44)) b' = ω(ā₁ − 2a₃ − t ā₃), b'' = ā₁ − 2a₃ − t ā₃ + t(ă₁ − 4ā₃ − t ă₃), d alike with
-    (a₂, a₄) — all Taylor-switched, finite at ω = 0."""
+def _dexp_rates(w: Array, second: bool = False) -> tuple[Array, ...]:
+    """(b, d, b', d'), with ``second`` also (b'', d''), of dexp_X = I + b ad_X + d ad_X² (b = β/2, d = δ) and their
+    ω-derivatives: on the plane ad³ = −t ad (t = ω²), so b = a₁ − t a₃ and d = a₂ − t a₄ of seed 000 eq. (23), and with
+    ā = 2 da/dt, ă = 2 dā/dt (eqs. (31), (44)) b' = ω(ā₁ − 2a₃ − t ā₃), b'' = ā₁ − 2a₃ − t ā₃ + t(ă₁ − 4ā₃ − t ă₃),
+    d alike with (a₂, a₄) — all Taylor-switched, finite at ω = 0."""
     t = w * w
-    c = coefficients.evaluate(
-        ("a1", "a2", "a3", "a4", "a1_bar", "a2_bar", "a3_bar", "a4_bar", "a1_brev", "a2_brev", "a3_brev", "a4_brev"), t
-    )
-    a1, a2, a3, a4, a1b, a2b, a3b, a4b, a1v, a2v, a3v, a4v = (c[..., i] for i in range(12))
+    names = ("a1", "a2", "a3", "a4", "a1_bar", "a2_bar", "a3_bar", "a4_bar")
+    c = coefficients.evaluate(names + (("a1_brev", "a2_brev", "a3_brev", "a4_brev") if second else ()), t)
+    a1, a2, a3, a4, a1b, a2b, a3b, a4b = (c[..., i] for i in range(8))
     b_t, d_t = a1b - 2 * a3 - t * a3b, a2b - 2 * a4 - t * a4b  # 2 db/dt, 2 dd/dt
+    first = (a1 - t * a3, a2 - t * a4, w * b_t, w * d_t)
+    if not second:
+        return first
+    a1v, a2v, a3v, a4v = (c[..., i] for i in range(8, 12))
     b_tt, d_tt = a1v - 4 * a3b - t * a3v, a2v - 4 * a4b - t * a4v  # 4 d²b/dt², 4 d²d/dt²
-    return a1 - t * a3, a2 - t * a4, w * b_t, w * d_t, b_t + t * b_tt, d_t + t * d_tt
+    return (*first, b_t + t * b_tt, d_t + t * d_tt)
 
 
 def _apply(M: Matrix, x: Vector) -> Vector:
@@ -160,7 +163,7 @@ def d_dexp(X: Vector, U: Vector) -> Matrix:
     """(D_X dexp_X)(U) = b ad_U + d (ad_U ad_X + ad_X ad_U) + u_ω (b′ ad_X + d′ ad_X²), the directional derivative of
     :func:`dexp` (``se3.d_dexp`` on the plane), in closed form."""
     _check("d_dexp", X=X, U=U)
-    b, d, b1, d1, _, _ = _dexp_rates(X[..., 0])
+    b, d, b1, d1 = _dexp_rates(X[..., 0])
     A, B = ad(X), ad(jnp.broadcast_to(U, jnp.shape(X)))
     u = jnp.broadcast_to(U, jnp.shape(X))[..., 0]
     return _scaled(b, B) + _scaled(d, B @ A + A @ B) + _scaled(u, _scaled(b1, A) + _scaled(d1, A @ A))
@@ -182,7 +185,7 @@ def dexp_jac(X: Vector, Z: Vector) -> Matrix:
     """∂(dexp_X Z)/∂X = −b ad_Z − d (ad_X ad_Z + ad_{ad_X Z}) + (b′ ad_X Z + d′ ad_X² Z) e₀ᵀ, rows = outputs
     (``se3.dexp_jac`` on the plane), in closed form."""
     _check("dexp_jac", X=X, Z=Z)
-    b, d, b1, d1, _, _ = _dexp_rates(X[..., 0])
+    b, d, b1, d1 = _dexp_rates(X[..., 0])
     A = ad(X)
     AZ = _apply(A, Z)
     rate = b1[..., None] * AZ + d1[..., None] * _apply(A, AZ)
@@ -193,7 +196,7 @@ def dexpT_jac(X: Vector, Z: Vector) -> Matrix:
     """∂(dexp_Xᵀ Z)/∂X = b adbar_Z + d (ad_Xᵀ adbar_Z + adbar_{ad_Xᵀ Z}) + (b′ ad_Xᵀ Z + d′ (ad_Xᵀ)² Z) e₀ᵀ
     (``se3.dexpT_jac`` on the plane), in closed form."""
     _check("dexpT_jac", X=X, Z=Z)
-    b, d, b1, d1, _, _ = _dexp_rates(X[..., 0])
+    b, d, b1, d1 = _dexp_rates(X[..., 0])
     At = jnp.swapaxes(ad(X), -1, -2)
     AtZ = _apply(At, Z)
     rate = b1[..., None] * AtZ + d1[..., None] * _apply(At, AtZ)
@@ -209,7 +212,7 @@ def dexp_jac_dir(X: Vector, Z: Vector, S: Vector) -> Matrix:
     in closed form: the derivative along S of every factor of :func:`dexp_jac` (δ ad_X = ad_S, δb = b′ s_ω,
     δb′ = b″ s_ω)."""
     _check("dexp_jac_dir", X=X, Z=Z, S=S)
-    _, d, b1, d1, b2, d2 = _dexp_rates(X[..., 0])
+    _, d, b1, d1, b2, d2 = _dexp_rates(X[..., 0], second=True)
     shape = jnp.broadcast_shapes(jnp.shape(X), jnp.shape(Z), jnp.shape(S))
     Z, S = jnp.broadcast_to(Z, shape), jnp.broadcast_to(S, shape)
     A, AS, adZ = ad(X), ad(S), ad(Z)
