@@ -9,7 +9,9 @@ Two process-wide measures keep a long test run healthy:
   drops it, and a pytest worker compiles thousands: past the kernel's limit (``vm.max_map_count``, 65530 by default)
   the next compile or cache load aborts or segfaults inside XLA. A worker reached 33 000 mappings on the rod and rigid
   tests alone; so between test files, once a worker holds more than half the limit, JAX's caches are cleared
-  (``jax.clear_caches()`` returns the mappings; later files recompile what they use).
+  (``jax.clear_caches()`` returns the mappings; later files recompile what they use), and after any test once it
+  holds more than three quarters (a file of many large programs, such as the linkage robots', must not reach the
+  limit before its end).
 
 And one measure keeps it short: compilation is most of the suite's time, and tests check values, not speed, so every
 program the tests compile (in this process and in the subprocesses it starts) skips XLA's expensive CPU optimisations
@@ -58,10 +60,15 @@ _limit = _read("/proc/sys/vm/max_map_count")
 MAPPING_BUDGET = (int(_limit) if _limit and _limit.strip().isdigit() else 65530) // 2
 
 
+#: Within a file, the caches are cleared past this many mappings (a file that compiles many large programs must not
+#: reach the limit before its end; clearing mid-file costs the file's later tests their recompilations).
+MAPPING_CEILING = 3 * MAPPING_BUDGET // 2
+
+
 def pytest_runtest_teardown(item, nextitem):
-    """After a test file's last test: clear JAX's caches if this process holds more than MAPPING_BUDGET mappings."""
-    if nextitem is not None and nextitem.path == item.path:
-        return
-    if _mappings() > MAPPING_BUDGET:
+    """After a test file's last test: clear JAX's caches if this process holds more than MAPPING_BUDGET mappings;
+    after any test, if it holds more than MAPPING_CEILING."""
+    last_of_file = nextitem is None or nextitem.path != item.path
+    if _mappings() > (MAPPING_BUDGET if last_of_file else MAPPING_CEILING):
         jax.clear_caches()
         gc.collect()
