@@ -144,16 +144,14 @@ def gravity_at_rest(
     a = rod.gravity.astype(dtype)
     z = jnp.zeros_like(q)
     if rod.planar:
-        alg, k = _Plane, 1  # k: the angular rows of a twist
+        alg, lie, k = _Plane, se2, 1  # k: the angular rows of a twist
         a = (rod.base_pose[:3, :3].astype(dtype).T @ a)[:2]  # in the plane of the base frame
         Om, _, _, Z = _twist_rates(rod, q, z, z, False, se2.PLANE)  # (n_j, 3), (n_j, 3, n)
-        S = se2.dexp(Om) @ Z
         R, p = _planar_poses(Om)
         Phi_c = rod.Phi_c[..., _PLANE, :]
     else:
-        alg, k = _Space, 3
+        alg, lie, k = _Space, se3, 3
         Om, _, _, Z = _twist_rates(rod, q, z, z, False)
-        S = se3.dexp(Om) @ Z  # (n_j, 6, n)
         g = _spatial_poses(rod, q, Om)
         R, p = g[:, :3, :3], g[:, :3, 3]
         Phi_c = rod.Phi_c
@@ -164,9 +162,10 @@ def gravity_at_rest(
     y1 = alg.rotate_angular(RaT, alg.cross(c, a))  # R_αᵀ(c_α × a)
     y2 = _rotate(RaT, a)  # R_αᵀ a
     FC = -jnp.concatenate([y1, M[:, None] * y2], axis=-1)  # 𝓕^C_α (22c) at rest
+    if not jacobian:  # (14) without forming S_α: S_αᵀ𝓕^C_α = 𝓩_αᵀ(T_αᵀ𝓕^C_α)
+        return jnp.einsum("kin,ki->n", Z, lie.dexpT_apply(Om, FC)), None
+    S = lie.dexp(Om) @ Z  # (C15)
     tau = jnp.einsum("kin,ki->n", S, FC)  # (14)
-    if not jacobian:
-        return tau, None
     n = q.shape[0]
     Wj = alg.rotate_angular(Ra, S[:, :k])  # each joint's world angular columns
     W = _before(Wj)  # the spatial Jacobian at every point: angular columns,
