@@ -109,6 +109,17 @@ def test_se2_dexp_derivatives_are_the_se3_ones_restricted(w):
     batched = jax.vmap(lambda x: (se2.d_dexp(x, S), se2.dexp_jac(x, Z), se2.dexpT_jac(x, Z), se2.dexp_jac_dir(x, Z, S)))
     for a, b in zip(batched(jnp.stack([X, -X]))[:4], autodiff, strict=True):
         np.testing.assert_allclose(a[0], b, atol=1e-12)
+    # and against central differences of the maps they differentiate
+    eps = 1e-6
+
+    def central(f, direction):
+        return (f(X + eps * direction) - f(X - eps * direction)) / (2 * eps)
+
+    np.testing.assert_allclose(se2.d_dexp(X, S), central(se2.dexp, S), atol=1e-8)
+    for j, e in enumerate(jnp.eye(3)):
+        np.testing.assert_allclose(se2.dexp_jac(X, Z)[:, j], central(lambda x: se2.dexp_apply(x, Z), e), atol=1e-8)
+        np.testing.assert_allclose(se2.dexpT_jac(X, Z)[:, j], central(lambda x: se2.dexpT_apply(x, Z), e), atol=1e-8)
+    np.testing.assert_allclose(se2.dexp_jac_dir(X, Z, S), central(lambda x: se2.dexp_jac(x, Z), S), atol=1e-8)
     np.testing.assert_allclose(se2.dexp_apply(X, Z), se3.dexp_apply(X6, Z6)[P], atol=1e-13)
     np.testing.assert_allclose(se2.dexpT_apply(X, Z), se3.dexpT_apply(X6, Z6)[P], atol=1e-13)
     batch = se2.dexp_jac(jnp.stack([X, 2 * X]), Z)  # broadcasting over leading axes
