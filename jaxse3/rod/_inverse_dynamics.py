@@ -406,10 +406,10 @@ def _backward_pass(rod: Rod, jt: Joints, fwd: ForwardPass, pts: PointQuantities,
         if p.dFext is not None:
             E = j.coAd @ (p.dFext + s.E)  # (56)
             acc = acc - E
-        # (C29) and (21, 55): 𝓩ᵀ(∂(Tᵀ𝓕^C)/∂Ω)𝓩 + S_αᵀ acc as one factor pair, the Magnus order-4 term apart
+        # (C29) and (21, 55): 𝓩ᵀ(∂(Tᵀ𝓕^C)/∂Ω)𝓩 + S_αᵀ acc as factor pairs, the Magnus order-4 term apart
         dq = ((j.Z, lie.dexpT_jac(j.Omega, comp.FC) @ j.Z), (j.S, acc))
         dZT = None if order == 2 else magnus_dZT(Phi_c, lie.dexpT_apply(j.Omega, comp.FC), h, order)
-        return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dq, dq_dZT=dZT, dqd=dqd)  # (27)
+        return (comp, DerivativeSums(P, NC, U, V, E)), row._replace(dq=dq, dq_dZT=dZT, dqd=dqd)
 
     def run_step(c, x):  # the joints of one run, from the sums of the run ahead; their sums at the anchor
         first = lambda a: jnp.zeros((run - 1,) + a.shape, a.dtype)  # no joint ahead of the run's other joints
