@@ -7,6 +7,7 @@ Importing jaxse3 turns on JAX's persistent compilation cache in ``~/.cache/jaxse
 directory, or ``0`` for none) and lowers batched LU/Cholesky/triangular solves on CPU without jaxlib's LAPACK batch
 path, which can deadlock (``JAXSE3_BATCHED_LINALG=0`` to keep it), and turns XLA:CPU's MLIR fusion emitters off
 (30–45 % less compile time, no slower; ``JAXSE3_XLA_DEFAULTS=1`` to keep them); see :mod:`jaxse3._runtime`.
+:func:`clear_caches` drops every program compiled so far (JAX's and jaxse3's own), for long jobs.
 """
 
 from jaxse3 import _runtime
@@ -14,6 +15,7 @@ from jaxse3 import _runtime
 _runtime.configure()
 
 from jaxse3 import approx, se3, so3  # noqa: E402 - the public alias modules of jaxse3.lie's
+from jaxse3._compile import clear_caches  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["approx", "se3", "so3", "__version__"]
+__all__ = ["approx", "se3", "so3", "clear_caches", "__version__"]

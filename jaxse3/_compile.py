@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,10 @@ import equinox as eqx
 import jax
 import numpy as np
 
-__all__ = ["Compiled", "compile_report", "announce_trace", "say", "STATS", "CompileStats"]
+__all__ = ["Compiled", "clear_caches", "compile_report", "announce_trace", "say", "STATS", "CompileStats"]
+
+#: Every :class:`Compiled` of the process, for :func:`clear_caches`.
+_INSTANCES: weakref.WeakSet = weakref.WeakSet()
 
 
 @dataclass
@@ -228,6 +232,16 @@ def _write_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def clear_caches() -> None:
+    """Drop every compiled program this process holds: JAX's caches (``jax.clear_caches()``) and the executables of
+    every :class:`Compiled` (which JAX's call does not reach). Each compiled XLA:CPU program holds memory mappings
+    until it is dropped; a long job that compiles many programs calls this between its parts so that the process
+    stays below the kernel's limit (``vm.max_map_count``), past which XLA aborts or segfaults."""
+    for compiled in list(_INSTANCES):
+        compiled.clear()
+    jax.clear_caches()
+
+
 class Compiled:
     """``fn`` under ``eqx.filter_jit``, compiled ahead of time once per signature, the first compile announced.
 
@@ -244,6 +258,12 @@ class Compiled:
         self._jit = eqx.filter_jit(fn)
         self._cache: dict[Any, Any] = {}
         self._memory: dict[Any, int | None] = {}
+        _INSTANCES.add(self)
+
+    def clear(self) -> None:
+        """Drop the executables compiled so far (the next call compiles again)."""
+        self._cache.clear()
+        self._memory.clear()
 
     def compiled(self, *args: Any) -> Callable:
         """The executable for ``args``, compiled (and announced) on first use."""

@@ -8,10 +8,10 @@ Two process-wide measures keep a long test run healthy:
 * Every compiled XLA:CPU program holds memory mappings (about five for a small one, more for a large one) until JAX
   drops it, and a pytest worker compiles thousands: past the kernel's limit (``vm.max_map_count``, 65530 by default)
   the next compile or cache load aborts or segfaults inside XLA. A worker reached 33 000 mappings on the rod and rigid
-  tests alone; so between test files, once a worker holds more than half the limit, JAX's caches are cleared
-  (``jax.clear_caches()`` returns the mappings; later files recompile what they use), and after any test once it
-  holds more than three quarters (a file of many large programs, such as the linkage robots', must not reach the
-  limit before its end).
+  tests alone; so between test files, once a worker holds more than half the limit, the caches are cleared
+  (``jaxse3.clear_caches()``: JAX's and the executables of jaxse3's ``Compiled`` programs — solve_statics, simulate —
+  which ``jax.clear_caches()`` alone leaves in place, so that their mappings piled up over a run; later files
+  recompile what they use), and after any test once it holds more than three quarters.
 
 And one measure keeps it short: compilation is most of the suite's time, and tests check values, not speed, so every
 program the tests compile (in this process and in the subprocesses it starts) skips XLA's expensive CPU optimisations
@@ -38,6 +38,8 @@ if os.environ.get("JAXSE3_TEST_XLA_DEFAULTS", "0") != "1":  # before JAX starts 
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
 
 import jax  # noqa: E402 (after XLA_FLAGS)
+
+import jaxse3  # noqa: E402 (after JAXSE3_CACHE)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -70,5 +72,5 @@ def pytest_runtest_teardown(item, nextitem):
     after any test, if it holds more than MAPPING_CEILING."""
     last_of_file = nextitem is None or nextitem.path != item.path
     if _mappings() > (MAPPING_BUDGET if last_of_file else MAPPING_CEILING):
-        jax.clear_caches()
+        jaxse3.clear_caches()
         gc.collect()

@@ -1,12 +1,15 @@
 """Ahead-of-time compilation (jaxse3._compile): announced first compiles, the exported-program cache across
 processes (here: across fresh Compiled objects), and static values that have no stable name."""
 
+import gc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxse3
 from jaxse3 import _compile
 from jaxse3._compile import STATS, Compiled, _stable
 
@@ -57,3 +60,23 @@ def test_values_without_a_stable_name_are_traced_as_usual(tmp_path, monkeypatch)
             assert type(e).__name__ == "_Unstable"
         else:
             raise AssertionError(f"{unstable!r} has no stable name")
+
+
+def test_clear_caches_drops_the_compiled_programs_and_their_mappings():
+    """jaxse3.clear_caches() drops JAX's programs and every Compiled's executables (jax.clear_caches() alone leaves
+    those, with the memory mappings of their code); the next call compiles again and gives the same values."""
+    maps = lambda: open("/proc/self/maps").read().count("\n")
+    program = Compiled(lambda x: jnp.cumsum(jnp.sin(x) ** 2) @ jnp.cos(x), "program")
+    x = jnp.linspace(0.0, 1.0, 257)
+    value = program(x)
+    compiled = STATS.compilations
+    jax.clear_caches()
+    program(x)
+    assert STATS.compilations == compiled  # JAX's own clearing leaves the executable in place
+    gc.collect()
+    before = maps()
+    jaxse3.clear_caches()
+    gc.collect()
+    assert maps() < before  # the executable's mappings are returned
+    np.testing.assert_array_equal(program(x), value)
+    assert STATS.compilations == compiled + 1  # compiled again
