@@ -11,13 +11,16 @@ from Python.
 **Batched solves.** ``JAXSE3_BATCHED_LINALG=0`` keeps jaxlib's LAPACK kernels for batched factorisations (they can
 hang the process for good; see :mod:`jaxse3._batched_linalg`).
 
-**XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names it, ``--xla_cpu_use_fusion_emitters=false`` is added
-to ``XLA_FLAGS`` (XLA:CPU's earlier loop emitters instead of its MLIR fusion emitters): on jaxse3's programs it cuts
-XLA's compile time by 30–45 % and runs as fast or faster (``benchmarks/README.md``, "XLA's CPU fusion emitters"). It
-reaches every program of the process when jaxse3 is imported before JAX starts its backend (before the first
-computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected. Only jaxlib versions whose
-XLA knows the option get it (:data:`XLA_CPU_FLAG_JAXLIB`): XLA aborts the process on an option it does not know
-(jaxlib 0.4.38, 0.5.0 and 0.11.2 do).
+**XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, two options are added to ``XLA_FLAGS``
+(:data:`XLA_CPU_FLAGS`): ``--xla_cpu_use_fusion_emitters=false`` (XLA:CPU's earlier loop emitters instead of its MLIR
+fusion emitters: on jaxse3's programs it cuts XLA's compile time by 30–45 % and runs as fast or faster;
+``benchmarks/README.md``, "XLA's CPU fusion emitters") and ``--xla_cpu_multi_thread_eigen=false`` (XLA's matrix
+products run on the calling thread instead of being handed to the intra-op thread pool one by one: a stack of twelve
+4×4 float64 products costs 0.6 instead of 8 µs, seven 6×6 ones 0.5 instead of 2.6 µs; large products then use one
+thread; "Matrix products on the calling thread"). They reach every program of the process when jaxse3 is imported
+before JAX starts its backend (before the first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU
+backends are unaffected. Only jaxlib versions whose XLA knows the options get them (:data:`XLA_CPU_FLAG_JAXLIB`): XLA
+aborts the process on an option it does not know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first).
 """
 
 from __future__ import annotations
@@ -48,10 +51,10 @@ def cache_dir() -> str | None:
     return path
 
 
-#: the XLA option jaxse3 sets unless the user did (module docstring)
-XLA_CPU_FLAG = "--xla_cpu_use_fusion_emitters=false"
-#: the jaxlib versions [first, last) whose XLA knows :data:`XLA_CPU_FLAG` (seen: 0.5.3, 0.6.2, 0.8.0, 0.10.2 take it;
-#: 0.4.38, 0.5.0 and 0.11.2 abort on it)
+#: the XLA options jaxse3 sets unless the user named them (module docstring)
+XLA_CPU_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_multi_thread_eigen=false")
+#: the jaxlib versions [first, last) whose XLA knows :data:`XLA_CPU_FLAGS` (seen: 0.5.3, 0.6.2, 0.8.0, 0.10.2 take the
+#: fusion-emitter option, 0.4.38, 0.5.0 and 0.11.2 abort on it; the Eigen option is older than all of them)
 XLA_CPU_FLAG_JAXLIB = ((0, 5, 3), (0, 11, 0))
 
 
@@ -66,12 +69,13 @@ def _jaxlib_version(version: str | None = None) -> tuple[int, ...]:
 
 def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
     xla_defaults = os.environ.get("JAXSE3_XLA_DEFAULTS", "0").strip().lower() not in ("", "0", "false", "no", "off")
-    if xla_defaults or "xla_cpu_use_fusion_emitters" in os.environ.get("XLA_FLAGS", ""):
-        return
     first, last = XLA_CPU_FLAG_JAXLIB
-    if not first <= (_jaxlib_version() if jaxlib is None else jaxlib) < last:
+    if xla_defaults or not first <= (_jaxlib_version() if jaxlib is None else jaxlib) < last:
         return
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_CPU_FLAG}".strip()
+    current = os.environ.get("XLA_FLAGS", "")
+    added = [flag for flag in XLA_CPU_FLAGS if flag.split("=")[0].lstrip("-") not in current]
+    if added:
+        os.environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
 
 
 def configure() -> None:

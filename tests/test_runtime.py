@@ -129,9 +129,8 @@ def test_default_cache_folder(value, tmp_path):
 
 
 def test_xla_cpu_flag_is_set_unless_the_user_chose():
-    """``import jaxse3`` adds ``--xla_cpu_use_fusion_emitters=false`` to XLA_FLAGS before JAX's backend starts (the
-    option reaches the process's programs), keeps the user's own value of it, and leaves XLA_FLAGS alone with
-    ``JAXSE3_XLA_DEFAULTS=1``."""
+    """``import jaxse3`` adds its XLA:CPU options to XLA_FLAGS before JAX's backend starts (they reach the process's
+    programs), keeps the user's own value of each, and leaves XLA_FLAGS alone with ``JAXSE3_XLA_DEFAULTS=1``."""
     code = textwrap.dedent("""
         import os, jaxse3
         from jax._src import xla_bridge
@@ -144,13 +143,19 @@ def test_xla_cpu_flag_is_set_unless_the_user_chose():
     from jaxse3._runtime import XLA_CPU_FLAG_JAXLIB, _jaxlib_version
 
     first, last = XLA_CPU_FLAG_JAXLIB
-    if first <= _jaxlib_version() < last:
-        assert run() == "'--xla_cpu_use_fusion_emitters=false' False"  # set, and in time
-    else:
+    if not first <= _jaxlib_version() < last:
         assert run() == "None False"
-    assert run(XLA_FLAGS="--xla_cpu_use_fusion_emitters=true") == "'--xla_cpu_use_fusion_emitters=true' False"
+        return
+    ours = "--xla_cpu_use_fusion_emitters=false --xla_cpu_multi_thread_eigen=false"
+    assert run() == f"'{ours}' False"  # set, and in time
+    assert run(XLA_FLAGS="--xla_cpu_use_fusion_emitters=true") == (
+        "'--xla_cpu_use_fusion_emitters=true --xla_cpu_multi_thread_eigen=false' False"
+    )
+    assert run(XLA_FLAGS="--xla_cpu_multi_thread_eigen=true") == (
+        "'--xla_cpu_multi_thread_eigen=true --xla_cpu_use_fusion_emitters=false' False"
+    )
     assert run(XLA_FLAGS="--xla_force_host_platform_device_count=2") == (
-        "'--xla_force_host_platform_device_count=2 --xla_cpu_use_fusion_emitters=false' False"
+        f"'--xla_force_host_platform_device_count=2 {ours}' False"
     )
     assert run(JAXSE3_XLA_DEFAULTS="1") == "None False"
 
@@ -167,7 +172,7 @@ def test_xla_cpu_flag_only_for_jaxlibs_that_know_it(monkeypatch, jaxlib, expecte
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.delenv("JAXSE3_XLA_DEFAULTS", raising=False)
     _runtime._set_xla_flags(jaxlib)
-    assert (os.environ.get("XLA_FLAGS") == _runtime.XLA_CPU_FLAG) is expected
+    assert (os.environ.get("XLA_FLAGS") == " ".join(_runtime.XLA_CPU_FLAGS)) is expected
 
 
 def test_jaxlib_versions_are_read_from_their_leading_numbers():
