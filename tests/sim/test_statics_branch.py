@@ -92,15 +92,21 @@ def test_heavy_self_weight_finds_the_elastica_branch():
 
 
 def test_tip_load_finds_the_elastica_branch():
-    """PL²/EI = 10: a single full-load Newton solve from straight fails; the default continuation reaches the
-    elastica (Bisshopp & Drucker)."""
+    """PL²/EI = 10: the default continuation reaches the elastica (Bisshopp & Drucker) in a few load steps; a single
+    full-load Newton solve from straight is at the edge of Newton's basin (it stops at its step limit or wanders
+    there, depending on the round-off of the matrix products): it needs at least twice the continuation's
+    iterations, and ends on the elastica if it converges."""
     system = cantilever("tip", 10.0)
     sol = solve_statics(system)
     assert bool(sol.converged) and bool(sol.stable) and float(sol.residual_norm) < 1e-10
     np.testing.assert_allclose(_tip_xz(sol), elastica_tip("tip", 10.0), atol=TOLERANCE)
     assert int(sol.load_steps_taken) > 1
     single = solve_statics(system, load_steps=1, throw=False)
-    assert not bool(single.converged) and "maximum number of steps" in single.message
+    assert int(single.num_steps) >= 2 * int(sol.num_steps)
+    if bool(single.converged):
+        np.testing.assert_allclose(_tip_xz(single), _tip_xz(sol), atol=1e-8)
+    else:
+        assert "maximum number of steps" in single.message
 
 
 def test_small_load_takes_one_step():
