@@ -18,10 +18,10 @@ fusion emitters: on jaxse3's programs it cuts XLA's compile time by 30–45 % an
 products run on the calling thread instead of being handed to the intra-op thread pool one by one: a stack of twelve
 4×4 float64 products costs 0.4 instead of 3.0 µs, seven 6×6 ones 0.5 instead of 2.6 µs; large products then use one
 thread, and results change at round-off, as the products sum in another order; "Matrix products on the calling
-thread"). They reach every program of the process when jaxse3 is imported
-before JAX starts its backend (before the first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU
-backends are unaffected. Only jaxlib versions whose XLA knows the options get them (:data:`XLA_CPU_FLAG_JAXLIB`): XLA
-aborts the process on an option it does not know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first).
+thread"). They reach every program of the process when jaxse3 is imported before JAX starts its backend (before the
+first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected. Only jaxlib versions
+whose XLA knows the options get them (:data:`XLA_CPU_FLAG_JAXLIB`): XLA aborts the process on an option it does not
+know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first).
 """
 
 from __future__ import annotations
