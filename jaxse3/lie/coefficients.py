@@ -251,10 +251,10 @@ def evaluate(names: Sequence[str], t: jnp.ndarray) -> jnp.ndarray:
     small = t < t0
     t_small = jnp.where(small, t, jnp.zeros_like(t))
     t_big = jnp.where(small, jnp.full_like(t, 2.0 * t0), t)
-    tab = jnp.asarray(_table(names, dtype))
-    poly = jnp.broadcast_to(tab[-1], t.shape + (len(names),))
-    ts = t_small[..., None]
-    for k in range(tab.shape[0] - 2, -1, -1):
+    tab = _table(names, dtype)  # rows as constants of the program: Horner's rule is then two operations per term
+    ts = jnp.broadcast_to(t_small[..., None], t.shape + (len(names),))
+    poly = tab[-1] * ts + tab[-2]
+    for k in range(tab.shape[0] - 3, -1, -1):
         poly = poly * ts + tab[k]
     b = _base(t_big)
     closed = jnp.stack([_CLOSED[nm](b) for nm in names], axis=-1)
