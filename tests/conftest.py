@@ -17,9 +17,9 @@ And one measure keeps it short: compilation is most of the suite's time, and tes
 program the tests compile (in this process and in the subprocesses it starts) skips XLA's expensive CPU optimisations
 (``FAST_COMPILE``, passed as ``XLA_FLAGS``; 40 % off the compile-bound tests, and half of XLA's compile of programs
 of nested loops). The program and its arithmetic are the same; only fusion, loop simplification and LLVM's
-optimisation passes differ, so results agree to round-off. CI executes the notebooks
-with the same flags (``.ci/run``); the README's main job and the benchmarks run with jaxse3's own setting (XLA's
-defaults with the CPU fusion emitters off, :mod:`jaxse3._runtime`).
+optimisation passes differ, so results agree to round-off. CI executes the notebooks with the same flags
+(``.ci/run``); the README's main job and the benchmarks run with jaxse3's own setting (XLA's defaults with the CPU
+fusion emitters off, :mod:`jaxse3._runtime`).
 ``JAXSE3_TEST_XLA_DEFAULTS=1`` runs the tests with them too.
 """
 
