@@ -32,10 +32,12 @@ and ∂e/∂q have the same null space (the admissible velocities), which is all
 ∂e/∂q is the derivative.
 
 Derivatives with respect to q are tangent vectors δ (nv,) of :func:`~jaxse3.linkage.integrate` (the right
-perturbation; q ⊕ δ = q + δ where nq = nv). The closures' rows are differentiated by plain autodiff through the
-forward pass and the SE(3) core; the constrained forward dynamics and residual have ``custom_jvp`` rules (seed 003
-eqs. (50), (51), re-derived) built on the linkage's analytical derivatives of ID and τ
-(:func:`constrained_forward_dynamics`, :func:`constrained_forward_dynamics_jacobians`).
+perturbation; q ⊕ δ = q + δ where nq = nv). e(q) has a ``custom_jvp`` rule with ∂e/∂q in closed form ((D77)–(D80));
+the index-3 residual's rule takes ∂(Aᵀλ)/∂q from the tree's derivative pass with the multipliers as point wrenches
+((D68), (D69); :func:`index3_residual`); the Baumgarte forward dynamics and residual have ``custom_jvp`` rules (seed
+003 eqs. (50), (51), re-derived) built on the linkage's analytical derivatives of ID and τ, with the closures' own
+terms (∂A/∂q, ∂(Ȧq̇)/∂q) by forward-mode autodiff of the rows (:func:`constrained_forward_dynamics`,
+:func:`constrained_forward_dynamics_jacobians`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
-from jaxse3.linkage._derivatives import IDDerivatives, covered
+from jaxse3.linkage._derivatives import IDDerivatives, PointWrench, covered, tree_derivatives_with_wrenches
 from jaxse3.linkage._dynamics import (
     PointStates,
     check_state,
@@ -255,13 +257,19 @@ class _Relative(NamedTuple):
     acc: Float[Array, " 6"]
 
 
+def _placed(point: tuple[Array, ...], P: Array) -> tuple[Array, ...]:
+    """(g, η, η̇, J) of a frame at pose P in the frame of a point with (g, η, η̇, J) = ``point``."""
+    g, eta, etad, J = point
+    P = P.astype(g.dtype)
+    Pi = se3.Ad_inv(P)
+    return g @ P, Pi @ eta, Pi @ etad, Pi @ J
+
+
 def _frame(linkage: Linkage, s: PointStates, link: str, point: int, P: Array) -> tuple[Array, ...]:
     """(g, η, η̇, J) of a frame at pose P in a point's frame (module docstring)."""
     sl = linkage.points_of(link)
     k = sl.start + point % (sl.stop - sl.start)
-    P = P.astype(s.g.dtype)
-    Pi = se3.Ad_inv(P)
-    return s.g[k] @ P, Pi @ s.eta[k], Pi @ s.etad[k], Pi @ s.J[k]
+    return _placed((s.g[k], s.eta[k], s.etad[k], s.J[k]), P)
 
 
 def _relative(linkage: Linkage, c: Closure, s: PointStates) -> _Relative:
@@ -320,8 +328,28 @@ def closure_error(
     """e(q) = ∥ Φ⊥ᵀ (log g_BA)^∨, g_BA = g_B⁻¹ g_A (seed 003 eq. (47c)), the closures' rows stacked in order (n_c,).
 
     log is the principal logarithm (rotation angle in [0, π]): a closure whose free rotation reaches π jumps there
-    (choose placement_b so that its free rotation stays inside (−π, π))."""
-    return _rows("closure_error", linkage, closures, q)[1].e
+    (choose placement_b so that its free rotation stays inside (−π, π)).
+
+    Derivative (a ``custom_jvp`` rule, counted as "linkage.closure_error"): ∂e/∂q of :func:`closure_error_jacobian`
+    ((D77)–(D80)) from the same forward pass; tangents along the model's parameters and linkages with quaternion joints
+    (:func:`~jaxse3.linkage._derivatives.covered`): plain autodiff."""
+    closures = check_closures(linkage, closures)
+    q = check_state("closure_error", linkage, q=q)["q"]
+    return (_error if covered(linkage) else _error_plain)(linkage, closures, q)
+
+
+def _error_plain(linkage, closures, q):
+    return _rows_of_states(linkage, closures, point_states(linkage, q)).e
+
+
+def _error_jvp(primals, tangents):
+    linkage, closures, q = primals
+    rest = jvp_of_rest(_error_plain, primals, tangents, analytic=(2,))
+    rows = _rows_of_states(linkage, closures, point_states(linkage, q), error_jacobian=True)
+    return rows.e, accumulate(rows.e, [(rows.de_dq, tangents[2])], rest)
+
+
+_error = custom_rule("linkage.closure_error", _error_plain, _error_jvp)
 
 
 def closure_jacobian(
@@ -658,6 +686,45 @@ def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
     return _index3_parts(linkage, closures, q, qd, qdd, lam, u)[0]
 
 
+def _closure_wrenches(linkage: Linkage, closures, lam: Array):
+    """The closures' multipliers as point wrenches for the derivative pass
+    (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches`), with A (47a) from the same frames:
+    Aᵀλ = Σ J_Aᵀ w_A + J_Bᵀ w_B with w_A = Ad_{g_BA}ᵀ Φ⊥λ at frame A and w_B = −Φ⊥λ at frame B (digest §2.5), carried
+    to their points' frames by Ad⁻ᵀ of the placements. w_B is constant in frame B; w_A turns with g_BA, whose body-side
+    variation is ξ = (J_A − Ad⁻¹_{g_BA} J_B)δq, so ∂w_A/∂q = ad_ξᵀ w_A = \bar{ad}_{w_A}(J_A − Ad⁻¹_{g_BA} J_B)
+    ((D68), (D69); ``se3.adbar(w) @ x = ad_xᵀ w``)."""
+
+    def applied(frame):
+        wrenches, rows, start = [], [], 0
+        for c in closures:
+            ia = linkage.index(c.link_a)
+            gA, _, _, JA = _placed(frame(ia, c.point_a)[:4], c.placement_a)
+            dtype = JA.dtype
+            Phi = c.constrained.astype(dtype)
+            mu = Phi @ lam[start : start + c.k]
+            start += c.k
+            if c.link_b is None:
+                gB, JB = c.placement_b.astype(dtype), None
+            else:
+                ib = linkage.index(c.link_b)
+                gB, _, _, JB = _placed(frame(ib, c.point_b)[:4], c.placement_b)
+            g = se3.inv(gB) @ gA
+            Ad = se3.Ad(g)
+            wA = Ad.T @ mu
+            xi = JA if JB is None else JA - se3.Ad_inv(g) @ JB
+            to_a = se3.Ad_inv(c.placement_a.astype(dtype)).T
+            wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ xi))
+            V = Ad @ JA
+            if JB is not None:
+                to_b = se3.Ad_inv(c.placement_b.astype(dtype)).T
+                wrenches.append(PointWrench(ib, c.point_b, -to_b @ mu, jnp.zeros_like(JB)))
+                V = V - JB
+            rows.append(Phi.T @ V)
+        return wrenches, jnp.concatenate(rows)
+
+    return applied
+
+
 def _index3_jvp(primals, tangents):
     linkage, closures, q, qd, qdd, lam, u = primals
     _, _, dq, dqd, dqdd, dlam, du = tangents
@@ -666,15 +733,10 @@ def _index3_jvp(primals, tangents):
         r, A, M = _index3_parts(linkage, closures, q, qd, qdd, lam, u)
         return r, accumulate(r, [(-M, dqdd), (A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
-    d = inverse_dynamics_derivatives(linkage, q, qd, qdd)
-
-    def forces(q):  # (Aᵀλ, A) at fixed λ: one forward pass
-        A = _rows_of_states(linkage, closures, point_states(linkage, q, jnp.zeros_like(qd))).A
-        return A.T @ lam, A
-
-    force_q, A = jax.jacfwd(forces, has_aux=True)(q)
-    r = generalized_forces(linkage, q, qd, u) - d.tau + A.T @ lam
-    terms = [(tau_q - d.dq + force_q, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (A.T, dlam), (tau_u, du)]
+    # ID − Aᵀλ and its derivatives in one pass, the multipliers applied as point wrenches ((D68), (D69))
+    d, A = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_wrenches(linkage, closures, lam))
+    r = generalized_forces(linkage, q, qd, u) - d.tau
+    terms = [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (A.T, dlam), (tau_u, du)]
     return r, accumulate(r, terms, rest)
 
 
@@ -701,11 +763,12 @@ def index3_residual(
     τ − ID(q, q̇, 0) − M q̈ + Aᵀλ from one forward pass (the closures' rows, ID at rest acceleration and M).
 
     Derivatives (a ``custom_jvp`` rule, counted as "linkage.index3_residual"; eq. (52b) without the Newmark factors):
-    ∂r/∂q = ∂τ/∂q − ∂ID/∂q + ∂(Aᵀλ)/∂q, ∂r/∂q̇ = ∂τ/∂q̇ − ∂ID/∂q̇, ∂r/∂q̈ = −M, ∂r/∂λ = Aᵀ, ∂r/∂u = ∂τ/∂u, with ID's
-    and τ's derivatives analytic (:func:`~jaxse3.linkage.inverse_dynamics_derivatives`,
-    :func:`~jaxse3.linkage.generalized_forces_derivatives`) and ∂(Aᵀλ)/∂q at fixed λ by ``jax.jacfwd`` of one forward
-    pass, as in :func:`constrained_forward_dynamics`. Tangents along the model's parameters, and linkages with
-    quaternion joints: plain autodiff.
+    ∂r/∂q = ∂τ/∂q − ∂ID/∂q + ∂(Aᵀλ)/∂q, ∂r/∂q̇ = ∂τ/∂q̇ − ∂ID/∂q̇, ∂r/∂q̈ = −M, ∂r/∂λ = Aᵀ, ∂r/∂u = ∂τ/∂u, all
+    analytic: τ's from :func:`~jaxse3.linkage.generalized_forces_derivatives`, and ID − Aᵀλ with its derivatives from
+    one derivative pass of the tree (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches`) in which the
+    multipliers are the point wrenches Ad_{g_BA}ᵀΦ⊥λ at frame A and −Φ⊥λ at frame B, with the explicit derivative of
+    the first, \bar{ad}_{w_A}(J_A − Ad⁻¹_{g_BA} J_B) (seed 003 (D68), (D69); digest §2.5). Tangents along the
+    model's parameters, and linkages with quaternion joints: plain autodiff.
     """
     closures = check_closures(linkage, closures)
     args = check_state("index3_residual", linkage, q=q, qd=qd, qdd=qdd, u=u)

@@ -42,7 +42,8 @@ without these joints (:func:`covered`): JAX's tangents of a quaternion are coord
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -63,7 +64,7 @@ from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, poi
 from jaxse3.rod import kinematics as rod_kinematics
 from jaxse3.rod.model import Rod
 
-__all__ = ["covered", "tree_derivatives", "IDDerivatives"]
+__all__ = ["covered", "tree_derivatives", "tree_derivatives_with_wrenches", "IDDerivatives", "PointWrench"]
 
 
 class IDDerivatives(NamedTuple):
@@ -73,6 +74,18 @@ class IDDerivatives(NamedTuple):
     dq: Float[Array, "nv nv"]  # ∂ID/∂q (21, 41a)
     dqd: Float[Array, "nv nv"]  # ∂ID/∂q̇ (27, 41b)
     M: Float[Array, "nv nv"]  # ∂ID/∂q̈ = M(q) (32, 41c)
+
+
+class PointWrench(NamedTuple):
+    """A wrench applied at a computational point (:func:`tree_derivatives_with_wrenches`): its link's index, the
+    point's index among the link's (:meth:`~jaxse3.linkage.Linkage.points_of`; −1 its end), the wrench (moment,
+    force) in the point's frame, and its explicit derivative ∂w/∂q (6, nv) at fixed point pose, the dependence on q
+    other than through the point's own motion (a closure's, (D68); zero for a local load)."""
+
+    link: int
+    point: int
+    wrench: Float[Array, " 6"]
+    d_wrench: Float[Array, "6 nv"]
 
 
 class LinkJoints(NamedTuple):
@@ -299,7 +312,33 @@ def tree_derivatives(
     :func:`~jaxse3.linkage.inverse_dynamics_derivatives` runs :mod:`jaxse3.rigid` on rigid-only ones). For spherical
     and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of
     :mod:`jaxse3.rigid`): nv columns."""
-    args = check_state("tree_derivatives", linkage, q=q, qd=qd, qdd=qdd)
+    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None)[0]
+
+
+def tree_derivatives_with_wrenches(
+    linkage: Linkage,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    qdd: Float[Array, " nv"],
+    applied: Callable[[Callable[[int, int], Kinematics]], tuple[Sequence[PointWrench], Any]],
+) -> tuple[IDDerivatives, Any]:
+    """:func:`tree_derivatives` of ID − Σ J_kᵀ w_k with more wrenches w_k applied at points, which may depend on the
+    forward pass: ``applied(frame)`` gets ``frame(link, point)``, the forward pass's :class:`Kinematics` (g, η, η̇,
+    J, …) of a link's computational point, and returns the wrenches (:class:`PointWrench`) and anything else computed
+    from the frames (``aux``, returned beside the derivatives). A wrench's derivative enters the backward pass as a
+    point load's: through the transported composite wrench (P^S, C29) at fixed w_k, and its explicit ∂w_k/∂q as
+    E^S (56). A closed chain's multipliers are such wrenches (seed 003 §5.2, (D68), (D69))."""
+    return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied)
+
+
+def _pass_index(link: Link, point: int) -> int:
+    """The index in the derivative pass's points of a link's computational point: a rigid link's pass has its joint
+    frame first (module docstring)."""
+    return point % link.n_points + (0 if link.joint == "soft" else 1)
+
+
+def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDerivatives, Any]:
+    args = check_state(fname, linkage, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (args[k] for k in ("q", "qd", "qdd"))
     nv, dtype = linkage.nv, jnp.result_type(q, qd, qdd, linkage.gravity.dtype)
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
@@ -317,6 +356,18 @@ def tree_derivatives(
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
         forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav, loads), place))
+    aux = None
+    if applied is not None:  # more point wrenches: 𝓕_k −= w_k, ∂𝓕_k/∂q −= ∂w_k/∂q (as the loads' in (16), (56))
+
+        def frame(i: int, point: int) -> Kinematics:
+            return jax.tree.map(lambda a: a[_pass_index(linkage.links[i], point)], forward[i][1])
+
+        wrenches, aux = applied(frame)
+        for w in wrenches:
+            jt, pts, terms, p, place = forward[w.link]
+            k = _pass_index(linkage.links[w.link], w.point)
+            p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-w.d_wrench))
+            forward[w.link] = (jt, pts, terms, p, place)
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
     wrenches = {}  # a rod's composite wrenches at its joints
@@ -345,4 +396,4 @@ def tree_derivatives(
             dq = dq.at[vs, vs].add(0.5 * S.T @ se3.adbar(S @ tau[vs]) @ S)
     arm = linkage.armature.astype(dtype)
     Mm = Mm + jnp.diag(arm)
-    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm)
+    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm), aux

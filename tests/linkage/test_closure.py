@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 from jaxse3 import linkage as lk, rigid, rod, se3
+from jaxse3.lie.tangents import RULE_CALLS
+from jaxse3.linkage._closure import _error_plain
 from jaxse3.rod.basis import LegendreBasis
 from jaxse3.rod.geometry import CircularSection, Material
 from tests.linkage.four_bar import (
@@ -66,7 +68,7 @@ def four_bar():
             lk.closure_error(FOUR_BAR, PLANAR, q),
             lk.closure_jacobian(FOUR_BAR, PLANAR, q),
             lk.closure_error_jacobian(FOUR_BAR, PLANAR, q),
-            jax.jacfwd(lambda q: lk.closure_error(FOUR_BAR, PLANAR, q))(q),
+            jax.jacfwd(lambda q: _error_plain(FOUR_BAR, (PLANAR,), q))(q),
             lk.mass_matrix(FOUR_BAR, q),
             lk.constrained_forward_dynamics(FOUR_BAR, [PLANAR], q, qd, u, 0.05),
         )
@@ -165,14 +167,16 @@ def _coinciding(linkage, closures, q):
 def chain():
     def rows(closures, q, qd):
         error = lambda q: lk.closure_error(CHAIN, closures, q)
+        plain = lambda q: _error_plain(CHAIN, lk.check_closures(CHAIN, closures), q)  # no rule
         rate = lambda t: lk.closure_jacobian(CHAIN, closures, q + t * qd) @ qd
         return (
             error(q),
             lk.closure_jacobian(CHAIN, closures, q),
             lk.closure_error_jacobian(CHAIN, closures, q),
-            jax.jacfwd(error)(q),
+            jax.jacfwd(plain)(q),
             lk.closure_bias(CHAIN, closures, q, qd),
             jax.jvp(rate, (0.0,), (1.0,))[1],
+            jax.jacfwd(error)(q),
         )
 
     def dynamics(q, qd, u, T):
@@ -197,7 +201,8 @@ def test_chain_sizes():
 
 
 def test_constraint_matrix_is_the_error_jacobian_where_the_frames_coincide(chain):
-    """At a random q with every frame B moved onto its frame A (e = 0, g_BA = 1): A = ∂e/∂q (jax.jacfwd)."""
+    """At a random q with every frame B moved onto its frame A (e = 0, g_BA = 1): A = ∂e/∂q (jax.jacfwd of the
+    plain error)."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, 0)
     e, A, de_dq, de_auto, *_ = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)
@@ -208,15 +213,20 @@ def test_constraint_matrix_is_the_error_jacobian_where_the_frames_coincide(chain
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_error_jacobian_off_the_manifold(chain, seed):
-    """At random q (e ≠ 0): ∂e/∂q = Φ⊥ᵀ dexp_ε⁻¹ (Ad_{g_BA} J_A − J_B) equals jax.jacfwd of e and central differences;
-    A does not. With Φ⊥ = I (a fixed closure) e = ε and A = Ad J_A − J_B, so the right-trivialised dexp_{+ε}⁻¹ is the
-    one: dexp_{−ε}⁻¹ is off by O(1)."""
+    """At random q (e ≠ 0): ∂e/∂q = Φ⊥ᵀ dexp_ε⁻¹ (Ad_{g_BA} J_A − J_B) equals jax.jacfwd of the plain e and central
+    differences, and so does jax.jacfwd of :func:`~jaxse3.linkage.closure_error` (its rule, (D77)–(D80)); A does not.
+    With Φ⊥ = I (a fixed closure) e = ε and A = Ad J_A − J_B, so the right-trivialised dexp_{+ε}⁻¹ is the one:
+    dexp_{−ε}⁻¹ is off by O(1)."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, seed, 0.8)
-    e, A, de_dq, de_auto, *_ = rows(ALL_KINDS, q, qd)
+    e, A, de_dq, de_auto, _, _, de_rule = rows(ALL_KINDS, q, qd)
     assert np.abs(e).max() > 0.05
     scale = np.abs(de_auto).max()
     np.testing.assert_allclose(de_dq, de_auto, rtol=1e-10, atol=1e-10 * scale)
+    np.testing.assert_allclose(de_rule, de_auto, rtol=1e-10, atol=1e-10 * scale)
+    before = RULE_CALLS.copy()
+    jax.make_jaxpr(jax.jacfwd(lambda q: lk.closure_error(CHAIN, ALL_KINDS, q)))(q)
+    assert (RULE_CALLS - before)["linkage.closure_error"] == 1
     h, error = 1e-6, jax.jit(lambda q: lk.closure_error(CHAIN, ALL_KINDS, q))
     central = jnp.stack([(error(q + h * d) - error(q - h * d)) / (2 * h) for d in jnp.eye(CHAIN.nv)], axis=1)
     np.testing.assert_allclose(de_dq, central, rtol=1e-6, atol=1e-7 * scale)
@@ -232,7 +242,7 @@ def test_bias_is_the_rate_of_the_constraint_matrix(chain, seed):
     """Ȧq̇ (eq. (47b)) equals d/dt A(q + t q̇) q̇ by jax.jvp, for every kind and both frames moving."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, seed, 0.8)
-    *_, bias, want = rows(ALL_KINDS, q, qd)
+    *_, bias, want, _ = rows(ALL_KINDS, q, qd)
     np.testing.assert_allclose(bias, want, rtol=1e-10, atol=1e-11 * np.abs(want).max())
 
 

@@ -29,7 +29,7 @@ from jaxse3 import linkage as lk, rigid
 from jaxse3.lie.tangents import RULE_CALLS
 from jaxse3.linkage._closure import _fd_plain, _residual_plain
 from tests.linkage.four_bar import FOUR_BAR, PLANAR, four_bar_pose
-from tests.linkage.test_closure import CHAIN, DYNAMIC, MASS, _coinciding, _random_state
+from tests.linkage.test_closure import ALL_KINDS, CHAIN, DYNAMIC, MASS, _coinciding, _random_state
 
 N_PARAMS = 3
 #: central differences' relative steps in (q, q̇, q̈, u, T_B, p): q̈, λ and r are at most quadratic in q̇, q̈ and u (no
@@ -247,17 +247,21 @@ def test_without_closures_the_jacobians_are_the_open_chains():
         np.testing.assert_allclose(b, c, rtol=1e-10, atol=1e-10 * np.abs(c).max())
 
 
-@pytest.mark.parametrize("name", STATES)
-def test_index3_residual_value_and_rule(name):
+@pytest.mark.parametrize("name, every_kind", [("four-bar", False), ("hybrid", False), ("hybrid", True)])
+def test_index3_residual_value_and_rule(name, every_kind):
     """:func:`~jaxse3.linkage.index3_residual` (seed 003 eq. (52a), λ an independent variable) at the state off the
     manifold with random multipliers: its value is τ − ID(q, q̇, q̈) + Aᵀλ from the linkage's public functions, and
-    ``jax.jacfwd`` through its rule (counted) equals ``jax.jacfwd`` of the plain function and central differences in
-    (q, q̇, q̈, λ, u); ∂r/∂λ = Aᵀ. Observed, relative to the largest entry: 1.4e−16 from autodiff, ≤ 2.4e−10 from
-    central differences; bounds 1e−10 and 1e−6."""
+    ``jax.jacfwd`` through its rule (counted; the multipliers as point wrenches of the derivative pass, (D68), (D69))
+    equals ``jax.jacfwd`` of the plain function and central differences in (q, q̇, q̈, λ, u); ∂r/∂λ = Aᵀ. On the hybrid
+    chain also with a closure of every kind (frames on rod points and placed off them, two on one rod, to the world).
+    Observed, relative to the largest entry: ≤ 3e−16 from autodiff, ≤ 2e−10 from central differences; bounds 1e−10
+    and 1e−6."""
     from jaxse3.linkage._closure import _index3_plain
 
     model, make = STATES[name]
     closures, x = make()["inconsistent"]
+    if every_kind:
+        closures = ALL_KINDS
     q, qd, qdd, u, _, _ = model.split(x)
     linkage, nv = model.linkage, model.linkage.nv
     n_c = sum(c.k for c in closures)
