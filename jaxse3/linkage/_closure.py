@@ -35,9 +35,9 @@ Derivatives with respect to q are tangent vectors δ (nv,) of :func:`~jaxse3.lin
 perturbation; q ⊕ δ = q + δ where nq = nv). e(q) has a ``custom_jvp`` rule with ∂e/∂q in closed form ((D77)–(D80));
 the index-3 residual's rule takes ∂(Aᵀλ)/∂q from the tree's derivative pass with the multipliers as point wrenches
 ((D68), (D69); :func:`index3_residual`); the Baumgarte forward dynamics and residual have ``custom_jvp`` rules (seed
-003 eqs. (50), (51), re-derived) built on the linkage's analytical derivatives of ID and τ, with the closures' own
-terms (∂A/∂q, ∂(Ȧq̇)/∂q) by forward-mode autodiff of the rows (:func:`constrained_forward_dynamics`,
-:func:`constrained_forward_dynamics_jacobians`).
+003 eqs. (50), (51), re-derived) built on the same pass, whose frames also give the closures' own terms ∂(Aq̈ + Ȧq̇)/∂q,
+∂(Aq̇)/∂q and Ȧ in closed form ((D70)–(D83); :func:`constrained_forward_dynamics`,
+:func:`constrained_forward_dynamics_jacobians`). Along the state, no closure term goes through autodiff.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ from jaxse3.linkage._dynamics import (
     point_states,
 )
 from jaxse3.linkage._model import Linkage, _concrete, checked_pose, plane_frame
-from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics_derivatives
+from jaxse3.linkage._rules import generalized_forces_derivatives
 
 __all__ = [
     "CLOSURE_KINDS",
@@ -258,11 +258,11 @@ class _Relative(NamedTuple):
 
 
 def _placed(point: tuple[Array, ...], P: Array) -> tuple[Array, ...]:
-    """(g, η, η̇, J) of a frame at pose P in the frame of a point with (g, η, η̇, J) = ``point``."""
-    g, eta, etad, J = point
+    """A point's (g, twist-like quantities …) carried to the frame at pose P in the point's frame: g P and Ad⁻¹_P x."""
+    g, *twists = point
     P = P.astype(g.dtype)
     Pi = se3.Ad_inv(P)
-    return g @ P, Pi @ eta, Pi @ etad, Pi @ J
+    return (g @ P, *(Pi @ x for x in twists))
 
 
 def _frame(linkage: Linkage, s: PointStates, link: str, point: int, P: Array) -> tuple[Array, ...]:
@@ -467,9 +467,8 @@ class _Linearised(NamedTuple):
 
     out: _Bordered
     tau: tuple[Array, Array, Array]  # (∂τ/∂q, ∂τ/∂q̇, ∂τ/∂u)
-    id_b: IDDerivatives  # ID's derivatives at q̈ = q̈_B
+    id_b: IDDerivatives  # the derivatives of ID − Aᵀλ (λ fixed) at q̈ = q̈_B
     id_at: IDDerivatives | None  # … and at a given q̈ (the residual's)
-    force_q: Float[Array, "nv nv"]  # ∂(Aᵀλ)/∂q at fixed λ
     r2_q: Float[Array, "n_c nv"]  # ∂c/∂q − ∂(Aq̈_B)/∂q at fixed q̈_B
     r2_qd: Float[Array, "n_c nv"]  # ∂c/∂q̇
     r2_T: Float[Array, " n_c"]  # ∂c/∂T_B
@@ -477,37 +476,35 @@ class _Linearised(NamedTuple):
 
 def _linearised(linkage: Linkage, closures, q, qd, u, T, qdd=None) -> _Linearised:
     """The bordered solve (:func:`_bordered`) and the right-hand sides of its derivative (eqs. (50), (51) re-derived;
-    :func:`constrained_forward_dynamics`); with ``qdd``, ID's derivatives at that acceleration too (the residual's),
-    from the same derivative pass vectorised over the two accelerations."""
+    :func:`constrained_forward_dynamics`), from one derivative pass of the tree at q̈_B with the multipliers applied
+    as point wrenches and the closures' rows differentiated from its frames (:func:`_closure_pass`); with ``qdd``,
+    the derivatives at that acceleration too (the residual's), the pass vectorised over the two accelerations."""
     out = _bordered(linkage, closures, q, qd, u, T)
     tau = generalized_forces_derivatives(linkage, q, qd, u)
+    T = T.astype(out.qdd.dtype)
+    applied = _closure_pass(linkage, closures, out.lam)
     if qdd is None:
-        id_b, id_at = inverse_dynamics_derivatives(linkage, q, qd, out.qdd), None
+        id_b, rows = tree_derivatives_with_wrenches(linkage, q, qd, out.qdd, applied)
+        id_at = None
     else:
-        both = jax.vmap(lambda a: inverse_dynamics_derivatives(linkage, q, qd, a))(jnp.stack([out.qdd, qdd]))
-        id_b, id_at = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
-    nv, n_c, dtype = linkage.nv, out.lam.shape[0], out.qdd.dtype
-    T = T.astype(dtype)
-    if n_c == 0:
-        zero = jnp.zeros((0, nv), dtype)
-        return _Linearised(out, tau, id_b, id_at, jnp.zeros((nv, nv), dtype), zero, zero, jnp.zeros(0, dtype))
-
-    def closure_terms(q):  # (Aᵀλ, Aq̈_B + Ȧq̇ + (2/T)Aq̇ + e/T², A) at fixed q̇, λ, q̈_B: one forward pass
-        rows = _rows("constrained_forward_dynamics", linkage, closures, q, qd)[1]
-        return rows.A.T @ out.lam, rows.A @ (out.qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2, rows.A
-
-    force_q, h_q, dA = jax.jacfwd(closure_terms)(q)  # dA[c, i, j] = ∂A_ci/∂q_j
-    rows = out.rows
-    # Ȧq̇ = G[q̇, q̇] with G[a, b] = Σ_j (∂A/∂q_j a_j) b, so ∂(Ȧq̇)/∂q̇ = G[·, q̇] + G[q̇, ·] = ∂(Aq̇)/∂q + Ȧ
-    h_qd = (2.0 / T) * rows.A + jnp.einsum("cij,i->cj", dA, qd) + dA @ qd
-    r2_T = (2.0 / T**2) * (rows.A @ qd) + (2.0 / T**3) * rows.e
-    return _Linearised(out, tau, id_b, id_at, force_q, -h_q, -h_qd, r2_T)
+        both, rows = jax.vmap(lambda a: tree_derivatives_with_wrenches(linkage, q, qd, a, applied))(
+            jnp.stack([out.qdd, qdd])
+        )
+        first = lambda tree: jax.tree.map(lambda x: x[0], tree)
+        id_b, id_at, rows = first(both), jax.tree.map(lambda x: x[1], both), first(rows)
+    e = out.rows.e
+    # c = −Ȧq̇ − (2/T)Aq̇ − e/T²; Ȧq̇ is quadratic in q̇: ∂(Ȧq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ
+    h_q = rows.acc_q + (2.0 / T) * rows.Aqd_q + rows.de_dq / T**2
+    h_qd = (2.0 / T) * rows.A + rows.Aqd_q + rows.Adot
+    r2_T = (2.0 / T**2) * (rows.A @ qd) + (2.0 / T**3) * e
+    return _Linearised(out, tau, id_b, id_at, -h_q, -h_qd, r2_T)
 
 
 def _rhs1(p: _Linearised, d: IDDerivatives) -> tuple[Array, Array, Array]:
-    """(∂/∂q, ∂/∂q̇, ∂/∂u) of τ − ID(q, q̇, q̈) + Aᵀλ at fixed q̈ and λ, ID's derivatives ``d`` taken at that q̈."""
+    """(∂/∂q, ∂/∂q̇, ∂/∂u) of τ − ID(q, q̇, q̈) + Aᵀλ at fixed q̈ and λ, the derivatives ``d`` of ID − Aᵀλ taken at
+    that q̈."""
     tau_q, tau_qd, tau_u = p.tau
-    return tau_q - d.dq + p.force_q, tau_qd - d.dqd, tau_u
+    return tau_q - d.dq, tau_qd - d.dqd, tau_u
 
 
 def _tangent(p: _Linearised, dq, dqd, du, dT) -> tuple[Array, Array]:
@@ -582,17 +579,15 @@ def constrained_forward_dynamics(
         [[M, −Aᵀ], [A, 0]] [dq̈; dλ] = [dτ − (∂ID/∂q dq + ∂ID/∂q̇ dq̇)|_{q̈} + (dA)ᵀλ; dc − (dA)q̈],
         c = −Ȧq̇ − (2/T_B)Aq̇ − e/T_B²,
 
-    solved with the value's factorisations. Analytic: ∂ID/∂q, ∂ID/∂q̇ at the solution q̈
-    (:func:`~jaxse3.linkage.inverse_dynamics_derivatives`, eqs. (21), (27), (39)–(42)), ∂τ/∂(q, q̇, u)
-    (:func:`~jaxse3.linkage.generalized_forces_derivatives`) and ∂c/∂T_B = (2/T_B²)Aq̇ + (2/T_B³)e. By autodiff,
-    ``jax.jacfwd`` in q (nv tangents) of one forward pass :func:`~jaxse3.linkage.point_states` giving the closures'
-    rows: ∂(Aᵀλ)/∂q at fixed λ, ∂(Aq̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B²)/∂q at fixed (q̇, q̈), and ∂A/∂q, from which
-    ∂(Ȧq̇ + (2/T_B)Aq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ + (2/T_B)A (Ȧq̇ is quadratic in q̇). (That pass through the rods' kinematics
-    costs about as much as ID's derivatives; the closed forms of (D68)–(D83) from the tree's forward sums would avoid
-    it.) Tangents along the model's parameters (the linkage's and the closures' arrays) are the plain autodiff JVP;
-    linkages with quaternion joints (:func:`~jaxse3.linkage._derivatives.covered`) are differentiated by plain
-    autodiff through the forward passes and both factorisations. The Jacobians themselves:
-    :func:`constrained_forward_dynamics_jacobians`.
+    solved with the value's factorisations. All analytic, from one derivative pass of the tree at the solution q̈
+    (eqs. (21), (27), (39)–(42)) in which the multipliers are point wrenches, so that it returns the derivatives of
+    ID − Aᵀλ at fixed λ ((D68), (D69)), and whose frames give ∂(Aq̈ + Ȧq̇)/∂q, ∂(Aq̇)/∂q, Ȧ and ∂e/∂q
+    ((D70)–(D83) re-derived; :func:`_closure_pass`), with ∂(Ȧq̇ + (2/T_B)Aq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ + (2/T_B)A (Ȧq̇ is
+    quadratic in q̇); ∂τ/∂(q, q̇, u) (:func:`~jaxse3.linkage.generalized_forces_derivatives`) and
+    ∂c/∂T_B = (2/T_B²)Aq̇ + (2/T_B³)e. Tangents along the model's parameters (the linkage's and the closures'
+    arrays) are the plain autodiff JVP; linkages with quaternion joints (:func:`~jaxse3.linkage._derivatives.covered`)
+    are differentiated by plain autodiff through the forward passes and both factorisations. The Jacobians
+    themselves: :func:`constrained_forward_dynamics_jacobians`.
     """
     closures, (q, qd, u), T = _checked(
         "constrained_forward_dynamics", linkage, closures, baumgarte_time, q=q, qd=qd, u=u
@@ -665,7 +660,7 @@ def constrained_residual(
 
     with ID's derivatives at the given q̈ and dλ from the derivative of the bordered solve
     (:func:`constrained_forward_dynamics`), which needs them at q̈_B: one analytical derivative pass vectorised over
-    the two accelerations, the closures' terms by autodiff as there. Parameters' tangents and linkages with
+    the two accelerations, the closures' terms from its frames as there. Parameters' tangents and linkages with
     quaternion joints: plain autodiff, as the forward dynamics.
     """
     closures, (q, qd, qdd, u), T = _checked(
@@ -686,41 +681,83 @@ def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
     return _index3_parts(linkage, closures, q, qd, qdd, lam, u)[0]
 
 
-def _closure_wrenches(linkage: Linkage, closures, lam: Array):
-    """The closures' multipliers as point wrenches for the derivative pass
-    (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches`), with A (47a) from the same frames:
-    Aᵀλ = Σ J_Aᵀ w_A + J_Bᵀ w_B with w_A = Ad_{g_BA}ᵀ Φ⊥λ at frame A and w_B = −Φ⊥λ at frame B (digest §2.5), carried
-    to their points' frames by Ad⁻ᵀ of the placements. w_B is constant in frame B; w_A turns with g_BA, whose body-side
-    variation is ξ = (J_A − Ad⁻¹_{g_BA} J_B)δq, so ∂w_A/∂q = ad_ξᵀ w_A = \bar{ad}_{w_A}(J_A − Ad⁻¹_{g_BA} J_B)
-    ((D68), (D69); ``se3.adbar(w) @ x = ad_xᵀ w``)."""
+class _PassRows(NamedTuple):
+    """The closures' rows and their derivatives from the frames of a derivative pass at (q, q̇, q̈)
+    (:func:`_closure_pass`)."""
+
+    A: Float[Array, "n_c nv"]  # (47a)
+    de_dq: Float[Array, "n_c nv"]  # ∂e/∂q (D80)
+    Aqd_q: Float[Array, "n_c nv"]  # ∂(Aq̇)/∂q at fixed q̇
+    Adot: Float[Array, "n_c nv"]  # Ȧ (47b)
+    acc_q: Float[Array, "n_c nv"]  # ∂(Aq̈ + Ȧq̇)/∂q at fixed (q̇, q̈)
+
+
+def _closure_pass(linkage: Linkage, closures, lam: Array):
+    """The ``applied`` of :func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` for a closed chain: the
+    multipliers as point wrenches, and the closures' rows with their q-derivatives from the pass's frames
+    (:class:`_PassRows`; seed 003 App. D (D68)–(D83), re-derived).
+
+    Wrenches: Aᵀλ = Σ J_Aᵀ w_A + J_Bᵀ w_B with w_A = Ad_{g_BA}ᵀ Φ⊥λ at frame A and w_B = −Φ⊥λ at frame B (digest
+    §2.5), carried to their points' frames by Ad⁻ᵀ of the placements. w_B is constant in frame B; w_A turns with
+    g_BA, whose body-side variation is ξ = (J_A − Ad⁻¹_{g_BA} J_B)δq, so ∂w_A/∂q = ad_ξᵀ w_A =
+    \bar{ad}_{w_A}(J_A − Ad⁻¹_{g_BA} J_B) ((D68), (D69); ``se3.adbar(w) @ x = ad_xᵀ w``).
+
+    Rows, with V = Ad_{g_BA} J_A − J_B (A = Φ⊥ᵀV) and the spatial variation ζ = Vδq of g_BA, so that
+    ∂(Ad_{g_BA} x)/∂q = Ad_{g_BA} ∂x/∂q − ad_{Ad_{g_BA} x} V (D70–D76): a point's ∂η/∂q = R^B (D73) and
+    ∂η̇/∂q = Q^B − ad_η R^B (D74; the pass's Q^B has no gravity term) and the rate of the body Jacobian
+    J̇ = Y^B − R^B − ad_η J, all carried to the frames by Ad⁻¹ of the placements. (The paper's J̇ = Y^B − R^B, after
+    eq. (28), holds applied to q̇ only, where ad_η J q̇ = ad_η η = 0; Ȧ as a matrix needs the whole rate.)
+
+    * ∂e/∂q = Φ⊥ᵀ dexp_ε⁻¹ V (D80, Φ⊥ᵀ for Φ⊥);
+    * ∂(Aq̇)/∂q = Φ⊥ᵀ(Ad R^B_A − ad_{Ad η_A} V − R^B_B), from Aq̇ = Φ⊥ᵀ(Ad η_A − η_B);
+    * Ȧ = Φ⊥ᵀ(Ad ad_{η_BA} J_A + Ad J̇_A − J̇_B) (47b), η_BA = η_A − Ad⁻¹ η_B;
+    * ∂(Aq̈ + Ȧq̇)/∂q from Aq̈ + Ȧq̇ = Φ⊥ᵀ(Ad η̇_A − η̇_B − ad_{η_B} Ad η_A) (:func:`closure_bias` at q̈):
+      Φ⊥ᵀ(Ad ∂η̇_A − ad_{Ad η̇_A} V − ∂η̇_B + ad_{Ad η_A} R^B_B − ad_{η_B}(Ad R^B_A − ad_{Ad η_A} V)).
+
+    Together with the pass at q̈ = q̈_B they are the right-hand sides of eqs. (50), (51) without autodiff; the paper's
+    (D82) as printed misses the transpose and the A side's transport (digest §2.5)."""
+    ad = se3.ad
 
     def applied(frame):
-        wrenches, rows, start = [], [], 0
+        wrenches, parts, start = [], [], 0
         for c in closures:
             ia = linkage.index(c.link_a)
-            gA, _, _, JA = _placed(frame(ia, c.point_a)[:4], c.placement_a)
+            gA, etaA, etadA, JA, RA, QA, YA = _placed(tuple(frame(ia, c.point_a)), c.placement_a)
             dtype = JA.dtype
             Phi = c.constrained.astype(dtype)
             mu = Phi @ lam[start : start + c.k]
             start += c.k
             if c.link_b is None:
-                gB, JB = c.placement_b.astype(dtype), None
+                zero6, zero = jnp.zeros(6, dtype), jnp.zeros_like(JA)  # frame B on the world: at rest
+                gB, etaB, JB, RB, QB, YB = c.placement_b.astype(dtype), zero6, zero, zero, zero, zero
             else:
                 ib = linkage.index(c.link_b)
-                gB, _, _, JB = _placed(frame(ib, c.point_b)[:4], c.placement_b)
-            g = se3.inv(gB) @ gA
-            Ad = se3.Ad(g)
-            wA = Ad.T @ mu
-            xi = JA if JB is None else JA - se3.Ad_inv(g) @ JB
-            to_a = se3.Ad_inv(c.placement_a.astype(dtype)).T
-            wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ xi))
-            V = Ad @ JA
-            if JB is not None:
+                gB, etaB, _, JB, RB, QB, YB = _placed(tuple(frame(ib, c.point_b)), c.placement_b)
                 to_b = se3.Ad_inv(c.placement_b.astype(dtype)).T
                 wrenches.append(PointWrench(ib, c.point_b, -to_b @ mu, jnp.zeros_like(JB)))
-                V = V - JB
-            rows.append(Phi.T @ V)
-        return wrenches, jnp.concatenate(rows)
+            g = se3.inv(gB) @ gA
+            Ad, Ai = se3.Ad(g), se3.Ad_inv(g)
+            wA = Ad.T @ mu
+            to_a = se3.Ad_inv(c.placement_a.astype(dtype)).T
+            wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ (JA - Ai @ JB)))
+            V = Ad @ JA - JB
+            y = Ad @ etaA
+            d_etad = lambda Q, R, eta: Q - ad(eta) @ R  # (D74)
+            acc_q = (
+                Ad @ d_etad(QA, RA, etaA)
+                - ad(Ad @ etadA) @ V
+                - d_etad(QB, RB, etaB)
+                + ad(y) @ RB
+                - ad(etaB) @ (Ad @ RA - ad(y) @ V)
+            )
+            J_rate = lambda Y, R, eta, J: Y - R - ad(eta) @ J  # J̇ as a matrix (docstring)
+            Adot = Ad @ ad(etaA - Ai @ etaB) @ JA + Ad @ J_rate(YA, RA, etaA, JA) - J_rate(YB, RB, etaB, JB)
+            Aqd_q = Ad @ RA - ad(y) @ V - RB
+            Pt = Phi.T
+            parts.append((Pt @ V, Pt @ se3.dexp_inv(se3.log(g)) @ V, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q))
+        if not parts:
+            return wrenches, _PassRows(*(jnp.zeros((0, linkage.nv), lam.dtype) for _ in _PassRows._fields))
+        return wrenches, _PassRows(*(jnp.concatenate(x) for x in zip(*parts)))
 
     return applied
 
@@ -734,9 +771,9 @@ def _index3_jvp(primals, tangents):
         return r, accumulate(r, [(-M, dqdd), (A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ and its derivatives in one pass, the multipliers applied as point wrenches ((D68), (D69))
-    d, A = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_wrenches(linkage, closures, lam))
+    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))
     r = generalized_forces(linkage, q, qd, u) - d.tau
-    terms = [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (A.T, dlam), (tau_u, du)]
+    terms = [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)]
     return r, accumulate(r, terms, rest)
 
 
