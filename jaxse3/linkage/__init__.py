@@ -32,6 +32,7 @@ from ._closure import (
     constrained_forward_dynamics_jacobians as constrained_forward_dynamics_jacobians,
     constrained_residual as constrained_residual,
     index3_residual as index3_residual,
+    index3_residual_at_rest as index3_residual_at_rest,
 )
 from ._control import (
     JointControl as JointControl,
@@ -112,6 +113,7 @@ __all__ = [
     "constrained_forward_dynamics_jacobians",
     "constrained_residual",
     "index3_residual",
+    "index3_residual_at_rest",
     "from_toml",
     "closures_from_toml",
     "read_toml",

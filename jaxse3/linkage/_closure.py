@@ -77,6 +77,7 @@ __all__ = [
     "constrained_forward_dynamics_jacobians",
     "constrained_residual",
     "index3_residual",
+    "index3_residual_at_rest",
 ]
 
 #: the joint kinds a :class:`Closure` can close a loop with (:func:`closure_basis`)
@@ -258,11 +259,12 @@ class _Relative(NamedTuple):
 
 
 def _placed(point: tuple[Array, ...], P: Array) -> tuple[Array, ...]:
-    """A point's (g, twist-like quantities …) carried to the frame at pose P in the point's frame: g P and Ad⁻¹_P x."""
+    """A point's (g, twist-like quantities …) carried to the frame at pose P in the point's frame: g P and Ad⁻¹_P x
+    (None stays None)."""
     g, *twists = point
     P = P.astype(g.dtype)
     Pi = se3.Ad_inv(P)
-    return (g @ P, *(Pi @ x for x in twists))
+    return (g @ P, *(None if x is None else Pi @ x for x in twists))
 
 
 def _frame(linkage: Linkage, s: PointStates, link: str, point: int, P: Array) -> tuple[Array, ...]:
@@ -715,7 +717,8 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
       Φ⊥ᵀ(Ad ∂η̇_A − ad_{Ad η̇_A} V − ∂η̇_B + ad_{Ad η_A} R^B_B − ad_{η_B}(Ad R^B_A − ad_{Ad η_A} V)).
 
     Together with the pass at q̈ = q̈_B they are the right-hand sides of eqs. (50), (51) without autodiff; the paper's
-    (D82) as printed misses the transpose and the A side's transport (digest §2.5)."""
+    (D82) as printed misses the transpose and the A side's transport (digest §2.5). From a pass at rest (frames with
+    poses and Jacobians only): the wrenches, A and ∂e/∂q, the other rows None."""
     ad = se3.ad
 
     def applied(frame):
@@ -727,8 +730,8 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             Phi = c.constrained.astype(dtype)
             mu = Phi @ lam[start : start + c.k]
             start += c.k
-            if c.link_b is None:
-                zero6, zero = jnp.zeros(6, dtype), jnp.zeros_like(JA)  # frame B on the world: at rest
+            if c.link_b is None:  # frame B on the world: at rest
+                zero6, zero = jnp.zeros(6, dtype), jnp.zeros_like(JA)
                 gB, etaB, JB, RB, QB, YB = c.placement_b.astype(dtype), zero6, zero, zero, zero, zero
             else:
                 ib = linkage.index(c.link_b)
@@ -741,6 +744,10 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             to_a = se3.Ad_inv(c.placement_a.astype(dtype)).T
             wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ (JA - Ai @ JB)))
             V = Ad @ JA - JB
+            Pt = Phi.T
+            if etaA is None:  # a pass at rest
+                parts.append((Pt @ V, Pt @ se3.dexp_inv(se3.log(g)) @ V, None, None, None))
+                continue
             y = Ad @ etaA
             d_etad = lambda Q, R, eta: Q - ad(eta) @ R  # (D74)
             acc_q = (
@@ -753,11 +760,10 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             J_rate = lambda Y, R, eta, J: Y - R - ad(eta) @ J  # J̇ as a matrix (docstring)
             Adot = Ad @ ad(etaA - Ai @ etaB) @ JA + Ad @ J_rate(YA, RA, etaA, JA) - J_rate(YB, RB, etaB, JB)
             Aqd_q = Ad @ RA - ad(y) @ V - RB
-            Pt = Phi.T
             parts.append((Pt @ V, Pt @ se3.dexp_inv(se3.log(g)) @ V, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q))
         if not parts:
             return wrenches, _PassRows(*(jnp.zeros((0, linkage.nv), lam.dtype) for _ in _PassRows._fields))
-        return wrenches, _PassRows(*(jnp.concatenate(x) for x in zip(*parts)))
+        return wrenches, _PassRows(*(None if x[0] is None else jnp.concatenate(x) for x in zip(*parts)))
 
     return applied
 
@@ -778,6 +784,25 @@ def _index3_jvp(primals, tangents):
 
 
 _index3 = custom_rule("linkage.index3_residual", _index3_plain, _index3_jvp)
+
+
+def _index3_rest_plain(linkage, closures, q, lam, u):
+    zero = jnp.zeros(linkage.nv, lam.dtype)
+    return _index3_plain(linkage, closures, q, zero, zero, lam, u)
+
+
+def _index3_rest_jvp(primals, tangents):
+    linkage, closures, q, lam, u = primals
+    _, _, dq, dlam, du = tangents
+    rest = jvp_of_rest(_index3_rest_plain, primals, tangents, analytic=(2, 3, 4))
+    zero = jnp.zeros(linkage.nv, lam.dtype)
+    tau_q, _, tau_u = generalized_forces_derivatives(linkage, q, zero, u)
+    d, rows = tree_derivatives_with_wrenches(linkage, q, None, None, _closure_pass(linkage, closures, lam))
+    r = generalized_forces(linkage, q, zero, u) - d.tau
+    return r, accumulate(r, [(tau_q - d.dq, dq), (rows.A.T, dlam), (tau_u, du)], rest)
+
+
+_index3_rest = custom_rule("linkage.index3_residual_at_rest", _index3_rest_plain, _index3_rest_jvp)
 
 
 def index3_residual(
@@ -816,3 +841,30 @@ def index3_residual(
     lam = lam.astype(jnp.result_type(args["q"].dtype, lam.dtype, float))
     q, qd, qdd, u = (args[k] for k in ("q", "qd", "qdd", "u"))
     return (_index3 if covered(linkage) else _index3_plain)(linkage, closures, q, qd, qdd, lam, u)
+
+
+def index3_residual_at_rest(
+    linkage: Linkage,
+    closures: Closure | Sequence[Closure],
+    q: Float[Array, " nq"],
+    lam: Float[Array, " n_c"],
+    u: Float[Array, " n_inputs"],
+) -> Float[Array, " nv"]:
+    """:func:`index3_residual` at rest, r(q, 0, 0, λ, u) = τ(q, 0, u) − ID(q, 0, 0) + A(q)ᵀλ: the residual of a closed
+    chain's statics with the multipliers as unknowns (seed 003 eq. (52) at rest, with e(q) = 0).
+
+    Derivatives (a ``custom_jvp`` rule, counted as "linkage.index3_residual_at_rest"): those of
+    :func:`index3_residual` in (q, λ, u), from a derivative pass of the tree at rest — poses, Jacobians and the
+    composite wrenches of gravity, the loads and the multipliers with their P^S and E^S sums, none of the velocity and
+    acceleration terms (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` with q̇ = q̈ = None).
+    """
+    closures = check_closures(linkage, closures)
+    args = check_state("index3_residual_at_rest", linkage, q=q, u=u)
+    n_c = sum(c.k for c in closures)
+    lam = jnp.asarray(lam)
+    if lam.shape != (n_c,):
+        raise ValueError(
+            f"index3_residual_at_rest: lam must have the closures' {n_c} rows, shape ({n_c},), got {lam.shape}"
+        )
+    lam = lam.astype(jnp.result_type(args["q"].dtype, lam.dtype, float))
+    return (_index3_rest if covered(linkage) else _index3_rest_plain)(linkage, closures, args["q"], lam, args["u"])

@@ -117,7 +117,7 @@ class Kinematics(NamedTuple):
     def moved(self, P: Float[Array, "4 4"]) -> Kinematics:
         """Through the fixed transform P (rule 3): g P and every twist-like quantity by Ad⁻¹_P."""
         Ai = se3.Ad_inv(P)
-        return Kinematics(self.g @ P, *(Ai @ x for x in self[1:]))
+        return Kinematics(self.g @ P, *(None if x is None else Ai @ x for x in self[1:]))
 
 
 class Sums(NamedTuple):
@@ -133,14 +133,20 @@ class Sums(NamedTuple):
     E: Float[Array, "6 nv"]  # the transported ∂𝓕_k/∂q of the point wrenches' explicit pose dependence (weight) (56)
 
     @classmethod
-    def zero(cls, nv: int, dtype: DTypeLike) -> Sums:
+    def zero(cls, nv: int, dtype: DTypeLike, rest: bool = False) -> Sums:
+        """Zero sums; ``rest``: only those of a pass at rest (𝓕^C, P^S, E^S), the others None."""
         z6, zn = jnp.zeros((6, 6), dtype), jnp.zeros((6, nv), dtype)
+        if rest:
+            return cls(jnp.zeros(6, dtype), None, None, None, zn, None, None, zn)
         return cls(jnp.zeros(6, dtype), z6, z6, zn, zn, zn, zn, zn)
 
     def moved(self, P: Float[Array, "4 4"]) -> Sums:
         """To the frame in which P is the pose of this carry's frame: wrenches by Ad*_P, 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P."""
         As, Ai = se3.coAd(P), se3.Ad_inv(P)
-        return Sums(As @ self.FC, As @ self.MC @ Ai, As @ self.NC @ Ai, *(As @ x for x in self[3:]))
+        inertia = lambda X: None if X is None else As @ X @ Ai
+        return Sums(
+            As @ self.FC, inertia(self.MC), inertia(self.NC), *(None if x is None else As @ x for x in self[3:])
+        )
 
 
 class Points(NamedTuple):
@@ -233,7 +239,12 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics
         )
         return nxt, (nxt, (R, Q, Y))
 
-    _, (pts, terms) = jax.lax.scan(point, k, jt, unroll=jt.step.shape[0] == 1)  # a rigid joint: no loop
+    def still(k: Kinematics, j: LinkJoints):  # at rest: poses and Jacobians only
+        nxt = Kinematics(k.g @ j.step, None, None, j.Ad_inv @ _embed(k.J, j.S, start), None, None, None)
+        return nxt, (nxt, None)
+
+    unroll = jt.step.shape[0] == 1  # a rigid joint: no loop
+    _, (pts, terms) = jax.lax.scan(still if jt.S_qd is None else point, k, jt, unroll=unroll)
     return jax.tree.map(lambda a0, a: jnp.concatenate([a0[None], a]), k, pts), terms
 
 
@@ -242,12 +253,20 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
     None, 𝓝_k = \\bar{ad}*_{𝓜η} + ad*_η𝓜 − 𝓜ad_η (20a), ad*_η = −ad_ηᵀ, and ∂𝓕_k/∂q of the weight,
     −𝓜g ad_{Ad⁻¹_g𝓖} J_k (the gravity term of (20c), D11, as a point load), and of the world wrenches (59); in a fluid
     the drag adds 𝓓‖v‖η to 𝓕_k and 𝓓* = 𝓓(ηηᵀI_v/‖v‖ + ‖v‖1) to 𝓝_k (62), (63), (66)."""
+    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(k.g), grav)
+    F = -jnp.einsum("kij,kj->ki", m.gravity, gloc)  # the weight
+    dF = -m.gravity @ se3.ad(gloc) @ k.J
+    if loads is not None:
+        # applied wrenches: 𝓕_k −= 𝓕_ext,k; a world one turns with the point, ∂𝓕_ext/∂q = ad_{𝓕_ext} I_θ J (59)
+        applied, world = applied_wrenches(loads, k.g)
+        F = F - applied
+        dF = dF - se3.ad(world)[:, :, :3] @ k.J[:, :3]
+    if k.eta is None:  # at rest: no inertial or drag terms (a pass at rest needs no 𝓜, 𝓝)
+        return Points(F, None, None, dF)
     M = m.inertia
     adeta = se3.ad(k.eta)
     Meta = jnp.einsum("kij,kj->ki", M, k.eta)
-    gloc = jnp.einsum("kij,j->ki", se3.Ad_inv(k.g), grav)
-    weight = jnp.einsum("kij,kj->ki", m.gravity, gloc)
-    F = jnp.einsum("kij,kj->ki", M, k.etad) - jnp.einsum("kji,kj->ki", adeta, Meta) - weight
+    F = F + jnp.einsum("kij,kj->ki", M, k.etad) - jnp.einsum("kji,kj->ki", adeta, Meta)
     N = -se3.adbar(Meta) - jnp.swapaxes(adeta, -1, -2) @ M - M @ adeta
     if m.drag is not None:
         v = speed(linkage, k.eta)
@@ -255,12 +274,6 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
         lin = k.eta.at[:, :3].set(0.0)
         outer = k.eta[:, :, None] * lin[:, None, :] / v[:, None, None]
         N = N + m.drag[:, :, None] * (outer + v[:, None, None] * jnp.eye(6, dtype=M.dtype))
-    dF = -m.gravity @ se3.ad(gloc) @ k.J
-    if loads is not None:
-        # applied wrenches: 𝓕_k −= 𝓕_ext,k; a world one turns with the point, ∂𝓕_ext/∂q = ad_{𝓕_ext} I_θ J (59)
-        applied, world = applied_wrenches(loads, k.g)
-        F = F - applied
-        dF = dF - se3.ad(world)[:, :, :3] @ k.J[:, :3]
     return Points(F, M, N, dF)
 
 
@@ -271,6 +284,20 @@ def _backward_link(
     composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`)."""
     lie = se3
     chart = _chart(link, q) if link.exponential or link.quaternion else None
+
+    def with_chart(dq, FC):  # + C29 of a joint exp(ΦΩ̂) with 𝓩 = Φ constant
+        if chart is None:
+            return dq
+        Phi, Om = chart
+        return _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi, start)
+
+    def still(s: Sums, x):  # at rest: (22c), (56), (22g) and the rows (14), (21) of 𝓕^C, P^S, E^S alone
+        j, k, _, p = x
+        FC = j.coAd @ (p.F + s.FC)
+        E = j.coAd @ (p.dF + s.E)
+        P = -lie.adbar(FC) @ _embed(jnp.zeros_like(k.J), j.S, start) + j.coAd @ s.P
+        dq = with_chart(j.S.T @ (P + E), FC)
+        return Sums(FC, None, None, None, P, None, None, E), ((j.S.T @ FC, None, dq, None), FC)
 
     def step(s: Sums, x):
         j, k, (R, Q, Y), p = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
@@ -284,18 +311,16 @@ def _backward_link(
         P = -lie.adbar(FC) @ Sg + j.coAd @ s.P  # (22g)
         V = NC @ Sg + MC @ _embed(jnp.zeros_like(k.J), Y, start) + j.coAd @ s.V  # (28c)
         ST = j.S.T
-        dq = ST @ (NC @ k.RB + MC @ k.QB + U + P + E)  # (21), (55)
-        if chart is not None:  # C29 of a joint exp(ΦΩ̂) with 𝓩 = Φ constant
-            Phi, Om = chart
-            dq = _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi, start)
+        dq = with_chart(ST @ (NC @ k.RB + MC @ k.QB + U + P + E), FC)  # (21), (55)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
         return Sums(FC, MC, NC, U, P, V, W, E), (rows, FC)
 
     start_pts = jax.tree.map(lambda a: a[:-1], pts)
     next_q = jax.tree.map(lambda a: a[1:], quantities)
     xs = (jt, start_pts, terms, next_q)
-    sums, (rows, FC) = jax.lax.scan(step, ahead, xs, reverse=True, unroll=jt.step.shape[0] == 1)
-    return sums, tuple(jnp.sum(r, axis=0) for r in rows), FC
+    body = still if jt.S_qd is None else step
+    sums, (rows, FC) = jax.lax.scan(body, ahead, xs, reverse=True, unroll=jt.step.shape[0] == 1)
+    return sums, tuple(None if r is None else jnp.sum(r, axis=0) for r in rows), FC
 
 
 def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
@@ -318,8 +343,8 @@ def tree_derivatives(
 def tree_derivatives_with_wrenches(
     linkage: Linkage,
     q: Float[Array, " nq"],
-    qd: Float[Array, " nv"],
-    qdd: Float[Array, " nv"],
+    qd: Float[Array, " nv"] | None,
+    qdd: Float[Array, " nv"] | None,
     applied: Callable[[Callable[[int, int], Kinematics]], tuple[Sequence[PointWrench], Any]],
 ) -> tuple[IDDerivatives, Any]:
     """:func:`tree_derivatives` of ID − Σ J_kᵀ w_k with more wrenches w_k applied at points, which may depend on the
@@ -327,7 +352,10 @@ def tree_derivatives_with_wrenches(
     J, …) of a link's computational point, and returns the wrenches (:class:`PointWrench`) and anything else computed
     from the frames (``aux``, returned beside the derivatives). A wrench's derivative enters the backward pass as a
     point load's: through the transported composite wrench (P^S, C29) at fixed w_k, and its explicit ∂w_k/∂q as
-    E^S (56). A closed chain's multipliers are such wrenches (seed 003 §5.2, (D68), (D69))."""
+    E^S (56). A closed chain's multipliers are such wrenches (seed 003 §5.2, (D68), (D69)).
+
+    ``qd = qdd = None``: at rest (q̇ = q̈ = 0), for statics: a pass of poses, Jacobians, 𝓕^C, P^S and E^S only (the
+    frames' η, η̇, R^B, Q^B, Y^B are None), returning ID(q, 0, 0) − Σ J_kᵀ w_k and its ∂/∂q (∂/∂q̇ and M None)."""
     return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied)
 
 
@@ -338,17 +366,26 @@ def _pass_index(link: Link, point: int) -> int:
 
 
 def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDerivatives, Any]:
+    """The pass of :func:`tree_derivatives_with_wrenches` (``applied`` None: no more wrenches); ``qd`` and ``qdd`` None:
+    at rest, without the velocity and acceleration terms."""
+    rest = qd is None
     args = check_state(fname, linkage, q=q, qd=qd, qdd=qdd)
-    q, qd, qdd = (args[k] for k in ("q", "qd", "qdd"))
-    nv, dtype = linkage.nv, jnp.result_type(q, qd, qdd, linkage.gravity.dtype)
+    q = args["q"]
+    dtype = jnp.result_type(q, linkage.gravity.dtype, *(() if rest else (args["qd"], args["qdd"])))
+    nv = linkage.nv
+    qd, qdd = (jnp.zeros(nv, dtype), jnp.zeros(nv, dtype)) if rest else (args["qd"], args["qdd"])
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
     zero = jnp.zeros((6, nv), dtype)
     world = Kinematics(jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, zero, zero, zero)
+    if rest:
+        world = Kinematics(world.g, None, None, zero, None, None, None)
     forward = []
-    rods = rod_joints(linkage, q, qd, qdd, derivatives=True)
+    rods = rod_joints(linkage, q, *((None, None) if rest else (qd, qdd)), derivatives=not rest)
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
         jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs], rods.get(i))
+        if rest:  # the joints' poses and motion subspaces only
+            jt = jt._replace(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
         base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
         place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
         pts, terms = _forward_link(base.moved(place), jt, vs.start)
@@ -369,7 +406,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
             p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-w.d_wrench))
             forward[w.link] = (jt, pts, terms, p, place)
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
-    ahead = [Sums.zero(nv, dtype) for _ in linkage.links]
+    ahead = [Sums.zero(nv, dtype, rest) for _ in linkage.links]
     wrenches = {}  # a rod's composite wrenches at its joints
     for i in reversed(range(len(linkage.links))):
         link, (jt, pts, terms, quantities, place) = linkage.links[i], forward[i]
@@ -380,9 +417,10 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
         parent = linkage.parents[i]
         if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
             p0 = jax.tree.map(lambda a: a[0], quantities)
-            at_joint = sums._replace(FC=sums.FC + p0.F, MC=sums.MC + p0.M, NC=sums.NC + p0.N, E=sums.E + p0.dF)
+            add = lambda a, b: None if a is None else a + b
+            at_joint = sums._replace(FC=sums.FC + p0.F, MC=add(sums.MC, p0.M), NC=add(sums.NC, p0.N), E=sums.E + p0.dF)
             ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(place))
-        tau, Mm, dq, dqd = (X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
+        tau, Mm, dq, dqd = (X if r is None else X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
     C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
         dq = dq.at[linkage.v_slice(i), linkage.v_slice(i)].add(local)
@@ -390,10 +428,13 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
         if link.quaternion:
             vs = linkage.v_slice(i)
             S = forward[i][0].S[0]
-            d_rate, d_acc = _chart_correction(S, qd[vs], qdd[vs])
-            dq = dq.at[:, vs].add(dqd[:, vs] @ d_rate + Mm[:, vs] @ d_acc)
+            if not rest:  # (zero at rest)
+                d_rate, d_acc = _chart_correction(S, qd[vs], qdd[vs])
+                dq = dq.at[:, vs].add(dqd[:, vs] @ d_rate + Mm[:, vs] @ d_acc)
             # the rows are the forces conjugate to ν = dexp_{−Ω}Ω̇, not to Ω̇: τ_ν = dexp_{−Ω}^{−T} τ_Ω
             dq = dq.at[vs, vs].add(0.5 * S.T @ se3.adbar(S @ tau[vs]) @ S)
+    if rest:
+        return IDDerivatives(tau, dq, None, None), aux
     arm = linkage.armature.astype(dtype)
     Mm = Mm + jnp.diag(arm)
     return IDDerivatives(tau + arm * qdd, dq, dqd, Mm), aux

@@ -242,13 +242,20 @@ def _residual(q: jax.Array, system: System, u: jax.Array, lam: jax.Array, residu
 
 
 def _constrained_at_rest(system: System):
-    """``(params, x, u) -> [r(q, 0, 0, λ, u); e(q, u)]`` of x = (q, λ) (eq. (52) at rest)."""
-    n, multiplier_residual, constraint = system.n_dof, system.multiplier_residual, system.constraint
+    """``(params, x, u) -> [r(q, 0, 0, λ, u); e(q, u)]`` of x = (q, λ) (eq. (52) at rest), r by the system's path at
+    rest when it has one."""
+    n, constraint = system.n_dof, system.constraint
+    residual = system.rest_multiplier_residual
+    if residual is None:
+        general = system.multiplier_residual
+
+        def residual(params, q, lam, u):
+            zero = jnp.zeros_like(q)
+            return general(params, q, zero, zero, lam, u)
 
     def at_rest(params, x, u):
         q, lam = x[:n], x[n:]
-        zero = jnp.zeros_like(q)
-        return jnp.concatenate([multiplier_residual(params, q, zero, zero, lam, u), constraint(params, q, u)])
+        return jnp.concatenate([residual(params, q, lam, u), constraint(params, q, u)])
 
     return at_rest
 

@@ -78,6 +78,8 @@ class System(eqx.Module):
         multiplier_residual: ``(params, q, q̇, q̈, λ, u) -> τ + F − ID + (constraint forces of λ)``, the residual with
             the constraints' multipliers λ (n_constraints,) as independent variables (eq. (52a)), for the index-3
             Newmark-β (``solver="newmark-index3"``); ``None`` without constraints.
+        rest_multiplier_residual: ``(params, q, λ, u) -> …``, ``multiplier_residual`` at rest by a path without
+            velocity terms, for statics; ``None``: ``multiplier_residual`` at zero velocity and acceleration.
         n_constraints: number of rows of ``constraint`` (0 without).
         energy: ``(params, q, q̇) -> Energy(kinetic, elastic, gravitational)`` (:class:`jaxse3.rod.Energy`, ``.total``),
             the mechanical energy (rods: :func:`jaxse3.rod.energy`; linkages: :func:`jaxse3.linkage.energy`), or
@@ -95,6 +97,7 @@ class System(eqx.Module):
     acceleration_hessians: Callable | None = eqx.field(static=True, default=None)
     constraint: Callable | None = eqx.field(static=True, default=None)
     multiplier_residual: Callable | None = eqx.field(static=True, default=None)
+    rest_multiplier_residual: Callable | None = eqx.field(static=True, default=None)
     n_constraints: int = eqx.field(static=True, default=0)
     energy: Callable | None = eqx.field(static=True, default=None)
 
@@ -322,16 +325,30 @@ def _closed_constraint(chain, q, u):
     return jnp.concatenate([e, q[k] - u[:nk]])
 
 
-def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
-    """τ − ID + Aᵀλ_c (+ λ_k on the prescribed joints' rows: their efforts, the inputs without them zero)."""
+def _with_efforts(chain, lam, u, residual):
+    """``residual(λ_c, u_linkage)`` of the closures' multipliers λ_c and the linkage's inputs, + λ_k on the prescribed
+    joints' rows (their efforts; the linkage's inputs without them zero)."""
     control = chain.control
     if control is None:
-        return linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam, u)
+        return residual(lam, u)
     _, k, nk = _split(control)
     n_c = lam.shape[0] - nk
     full = jnp.zeros(chain.linkage.n_inputs, lam.dtype).at[np.asarray(control.known_inputs, int)].set(u[3 * nk :])
-    r = linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lam[:n_c], full)
-    return r.at[k].add(lam[n_c:])
+    return residual(lam[:n_c], full).at[k].add(lam[n_c:])
+
+
+def _closed_multiplier_residual(chain, q, qd, qdd, lam, u):
+    """τ − ID + Aᵀλ_c (+ λ_k on the prescribed joints' rows: their efforts, the inputs without them zero)."""
+    return _with_efforts(
+        chain, lam, u, lambda lc, uc: linkages.index3_residual(chain.linkage, chain.closures, q, qd, qdd, lc, uc)
+    )
+
+
+def _closed_rest_multiplier_residual(chain, q, lam, u):
+    """:func:`_closed_multiplier_residual` at rest (:func:`jaxse3.linkage.index3_residual_at_rest`)."""
+    return _with_efforts(
+        chain, lam, u, lambda lc, uc: linkages.index3_residual_at_rest(chain.linkage, chain.closures, q, lc, uc)
+    )
 
 
 def _prescribed_state(chain, q, qd, inputs):
@@ -526,6 +543,7 @@ def linkage_system(
             _closed_scale_loads,
             constraint=_closed_constraint,
             multiplier_residual=_closed_multiplier_residual,
+            rest_multiplier_residual=_closed_rest_multiplier_residual,
             n_constraints=sum(c.k for c in closures) + len(control.known),
             energy=_nested_linkage_energy,
         )
@@ -540,6 +558,7 @@ def linkage_system(
             _closed_scale_loads,
             constraint=_closed_constraint,
             multiplier_residual=_closed_multiplier_residual,
+            rest_multiplier_residual=_closed_rest_multiplier_residual,
             n_constraints=sum(c.k for c in closures),
             energy=_nested_linkage_energy,
         )

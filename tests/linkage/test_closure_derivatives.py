@@ -255,7 +255,9 @@ def test_index3_residual_value_and_rule(name, every_kind):
     equals ``jax.jacfwd`` of the plain function and central differences in (q, q̇, q̈, λ, u); ∂r/∂λ = Aᵀ. On the hybrid
     chain also with a closure of every kind (frames on rod points and placed off them, two on one rod, to the world).
     Observed, relative to the largest entry: ≤ 3e−16 from autodiff, ≤ 2e−10 from central differences; bounds 1e−10
-    and 1e−6."""
+    and 1e−6. :func:`~jaxse3.linkage.index3_residual_at_rest` (statics' residual, its rule a derivative pass without
+    velocity terms) equals it at q̇ = q̈ = 0, and its Jacobian in (q, λ, u) equals ``jax.jacfwd`` of the plain
+    function there."""
     from jaxse3.linkage._closure import _index3_plain
 
     model, make = STATES[name]
@@ -275,16 +277,29 @@ def test_index3_residual_value_and_rule(name, every_kind):
     def plain(y):
         return _index3_plain(linkage, lk.check_closures(linkage, closures), *jnp.split(y, ends))
 
+    def at_rest(z):  # z = (q, λ, u): the statics' unknowns and inputs
+        q, lam, u = jnp.split(z, [nv, nv + n_c])
+        return lk.index3_residual_at_rest(linkage, closures, q, lam, u)
+
+    def plain_at_rest(z):
+        q, lam, u = jnp.split(z, [nv, nv + n_c])
+        return plain(jnp.concatenate([q, jnp.zeros(2 * nv), lam, u]))
+
     @jax.jit
-    def programs(y):
+    def programs(y, z):
         q, qd, qdd, lam, u = jnp.split(y, ends)
         A = lk.closure_jacobian(linkage, closures, q)
         want = lk.generalized_forces(linkage, q, qd, u) - lk.inverse_dynamics(linkage, q, qd, qdd) + A.T @ lam
-        return public(y), want, A, jax.jacfwd(public)(y), jax.jacfwd(plain)(y)
+        rest = (at_rest(z), plain_at_rest(z), jax.jacfwd(at_rest)(z), jax.jacfwd(plain_at_rest)(z))
+        return public(y), want, A, jax.jacfwd(public)(y), jax.jacfwd(plain)(y), rest
 
     before = RULE_CALLS.copy()
-    r, want, A, rule, auto = programs(y)
+    r, want, A, rule, auto, rest = programs(y, jnp.concatenate([q, lam, u]))
     assert (RULE_CALLS - before)["linkage.index3_residual"] >= 1
+    assert (RULE_CALLS - before)["linkage.index3_residual_at_rest"] >= 1
+    r0, r0_want, J0, J0_want = rest
+    np.testing.assert_allclose(r0, r0_want, rtol=0, atol=1e-12 * np.abs(r0_want).max())
+    np.testing.assert_allclose(J0, J0_want, rtol=0, atol=1e-10 * np.abs(J0_want).max())
     np.testing.assert_allclose(r, want, rtol=0, atol=1e-12 * np.abs(want).max())
     scale = np.abs(auto).max()
     np.testing.assert_allclose(rule, auto, rtol=0, atol=1e-10 * scale)

@@ -108,3 +108,56 @@ def test_rigid_link_defaults_have_no_hydrodynamics():
         "a", None, "revolute", rigid.spatial_inertia(1.0, (0, 0, 0), np.eye(3)), axis=(0, 0, 1, 0, 0, 0)
     )
     assert float(link.volume) == 0.0 and not np.asarray(link.drag).any() and not np.asarray(link.added_mass).any()
+
+
+def _floating_quaternions():
+    """A free base and a spherical joint in quaternion coordinates (the local charts of the derivative pass), and a
+    configuration."""
+    types = ("free", "spherical", "revolute", "prismatic")
+    model = rigid.auto_tree(4, bf=1.5, joint_types=types, floating_base=True, seed=3)
+    return lk.Linkage.from_rigid(model), rigid.random_configuration(model, jax.random.PRNGKey(5))
+
+
+LOADS = (
+    lk.PointLoad("hook", (0.01, -0.02, 0.03, 0.5, -0.2, 0.1), "world"),
+    lk.PointLoad("arm", (0.02, 0.0, -0.01, 0.1, 0.3, -0.4), "local", point=2),
+    lk.PointLoad("branch", (0.0, 0.01, 0.0, -0.3, 0.0, 0.2), "world"),
+)
+
+
+@pytest.mark.parametrize("name", ["hybrid", "loaded in water", "exponential", "quaternions"])
+def test_the_derivative_pass_at_rest_equals_the_general_pass_at_zero_rates(name):
+    """The derivative pass at rest (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` with
+    q̇ = q̈ = None: poses, Jacobians, 𝓕^C, P^S, E^S only; statics' path) gives ID(q, 0, 0) and ∂ID/∂q equal to the
+    general pass at q̇ = q̈ = 0 (:func:`~jaxse3.linkage.tree_derivatives`), with rods, exponential and quaternion joints,
+    world and local loads, buoyancy and drag (zero at rest), and the same extra point wrench in both; values observed
+    equal to round-off."""
+    from jaxse3.linkage._derivatives import PointWrench, tree_derivatives_with_wrenches
+    from tests.linkage.test_linkage import EXPONENTIAL
+
+    if name == "quaternions":
+        linkage, q = _floating_quaternions()
+    else:
+        linkage = {
+            "hybrid": HYBRID,
+            "loaded in water": lk.Linkage(WET.links, WET.gravity, WET.armature, WET.fluid, LOADS),
+            "exponential": EXPONENTIAL,
+        }[name]
+        q = _random_state(linkage, 4)[0]
+    wrench = jnp.array([0.1, -0.2, 0.05, 0.3, 0.4, -0.5])
+
+    def applied(frame):  # a wrench fixed in the last link's end frame, with a made-up explicit derivative
+        end = frame(len(linkage.links) - 1, -1)
+        return [PointWrench(len(linkage.links) - 1, -1, wrench, 0.1 * end.J)], None
+
+    @jax.jit
+    def both(q):
+        zero = jnp.zeros(linkage.nv)
+        general = tree_derivatives_with_wrenches(linkage, q, zero, zero, applied)[0]
+        rest = tree_derivatives_with_wrenches(linkage, q, None, None, applied)[0]
+        return general, rest
+
+    general, rest = both(q)
+    assert rest.dqd is None and rest.M is None
+    for a, b in ((rest.tau, general.tau), (rest.dq, general.dq)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
