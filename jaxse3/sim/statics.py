@@ -165,7 +165,8 @@ def solve_statics(
         rtol, atol: Newton tolerances, the Cauchy termination of ``optimistix.Newton``: stop when
             ``|Δq_i| < atol + rtol |q_i|`` for every i and ``‖R‖∞ < atol``; default
             :func:`~jaxse3.integrate.newton.default_tolerance` of the solve's dtype (1e−10 in float64, 1.2e−5 in
-            float32).
+            float32). The load steps before the full load stop at their square roots (one quadratically convergent
+            iteration short): their equilibria only start the next step.
         max_steps: Newton iterations per load step.
         load_steps: None (adaptive continuation) or the number of equal load increments.
         start: None (from the unloaded system) or ``(system0, u0)``, the system (of ``system``'s structure) and inputs
@@ -311,11 +312,14 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw, st
     constants = jax.lax.stop_gradient((system, u, q0, start))
 
     def newton(q, lam):
+        # an intermediate load step's equilibrium only starts the next step: to the square root of the tolerances
+        # (one quadratic Newton step short of them); the full load to the tolerances
+        loose = lam < 1
         return _newton(
             lambda q: _residual(q, constants[0], constants[1], lam, residual, constants[3]),
             q,
-            rtol,
-            atol,
+            jnp.where(loose, jnp.sqrt(rtol), rtol),
+            jnp.where(loose, jnp.sqrt(atol), atol),
             max_steps,
             contractive=load_steps is None,
         )
