@@ -24,14 +24,15 @@ Measures, float64 on CPU (``jaxse3.sim.scenarios.serial_robot``: 7 prescribed re
    spherical joints, two loop closures; 63 DoF, Baumgarte): the Jacobians of its closed-chain forward dynamics as in 1.
    at a random state (paper: f.d. 82.9 ms vs analytic 5.1 ms), 10 s dynamics as in 2. plus the index-3 Newmark-β
    (paper: ode15s + analytic 2.46 s, Newmark h = 10 ms 17.6 s) with the constraints' drift, and statics under
-   ``--n-statics`` random platform wrenches (paper: 8.97 ms per solve analytic, 166 ms finite differences).
+   ``--n-statics`` random platform wrenches (paper: 8.97 ms per solve analytic, 166 ms finite differences; the
+   finite-difference Newton on the first ``--n-statics-fd``, 100).
 7. Seed 003 §5.2's fin-ray finger (``jaxse3.sim.scenarios.fin_ray``: 17 soft links, 6 loop closures, a prescribed
    slider; 74 DoF): the Jacobians of its closed-chain forward dynamics (Baumgarte, the slider force-driven) as in 1.
    at a random state (paper: f.d. 498 ms vs analytic 23.7 ms), and 10 s of the prescribed motion under the index-3
    Newmark-β, h = 10 ms (paper: Newmark h = 10 ms 69 s, ode15s + analytic 16 min 34 s).
 
-    python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--batch 1000] [--robots hyq ur5]
-        [--skip serial flagellated parallel fin-ray jacobians simulations statics rigid]
+    python benchmarks/linkage.py [--t-final 10] [--n-statics 1000] [--n-statics-fd 100] [--batch 1000]
+        [--robots hyq ur5] [--skip serial flagellated parallel fin-ray jacobians simulations statics rigid]
 """
 
 from __future__ import annotations
@@ -136,27 +137,32 @@ def closed_chain_jacobians(name, linkage, closures, T, u, q, qd):
     jacobian_table(f"{name}, closed-chain FD at a random state", fd, plain, q, qd)
 
 
-def parallel_statics(n, seed=0):
-    """Statics of the parallel robot under ``n`` random platform wrenches (the paper's ranges), a batch of systems."""
+def parallel_statics(n, n_fd, seed=0):
+    """Statics of the parallel robot under ``n`` random platform wrenches (the paper's ranges), a batch of systems;
+    the finite-difference Newton on the first ``n_fd`` of them."""
     system, _ = scenarios.parallel_robot()
     rng = np.random.default_rng(seed)
     w = np.concatenate([rng.uniform(-0.05, 0.05, (n, 3)), rng.uniform(-0.5, 0.5, (n, 3))], axis=1)
     systems = eqx.tree_at(lambda s: s.params.linkage.loads[0].wrench, stack([system] * n), jnp.asarray(w))
     print(f"\n[parallel robot] statics: {n} random wrenches, a batch of systems, from q = 0")
-    head = f"{'Newton Jacobian':32s} {'per solve':>10s} {'total':>8s} {'converged':>10s} {'compile+1st':>12s}"
-    print(f"{head} {'stable':>7s} {'singular':>9s}")
-    for label, jac in (
-        ("analytic (rules), chunks of 8", "analytic"),
-        ("finite differences, chunks of 8", "finite-difference"),
-    ):
-        solve = lambda: solve_statics_batch(systems, batch_system=True, jacobian=jac, chunk_size=8, throw=False)
+    head = f"{'Newton Jacobian':32s} {'solves':>6s} {'per solve':>10s} {'total':>8s} {'converged':>10s}"
+    print(f"{head} {'compile+1st':>12s} {'stable':>7s} {'singular':>9s} {'Newton it. mean/max':>20s}")
+    rows = (
+        ("analytic (rules), chunks of 8", "analytic", 8, n),
+        ("analytic (rules), one by one", "analytic", 1, n),
+        ("finite differences, one by one", "finite-difference", 1, min(n_fd, n)),
+    )
+    for label, jac, chunk, m in rows:
+        part = jax.tree.map(lambda x, m=m: x[:m], systems)
+        solve = lambda: solve_statics_batch(part, batch_system=True, jacobian=jac, chunk_size=chunk, throw=False)
         c = timed(solve)[1]
         sol, wall, _ = timed(solve)
         ok = np.asarray(sol.converged)
         stable, singular = (int(np.sum(np.asarray(x)[ok])) for x in (sol.stable, sol.singular))
+        its = np.asarray(sol.num_steps)
         print(
-            f"{label:32s} {fmt_time(wall / n):>10s} {wall:7.2f}s {int(ok.sum()):6d}/{n} {c:11.1f}s {stable:7d} "
-            f"{singular:9d}",
+            f"{label:32s} {m:6d} {fmt_time(wall / m):>10s} {wall:7.2f}s {int(ok.sum()):6d}/{m} {c:11.1f}s "
+            f"{stable:7d} {singular:9d} {its.mean():13.1f} / {its.max()}",
             flush=True,
         )
 
@@ -293,6 +299,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--t-final", type=float, default=10.0)
     p.add_argument("--n-statics", type=int, default=1000)
+    p.add_argument("--n-statics-fd", type=int, default=100, help="parallel robot: solves with finite differences")
     p.add_argument("--batch", type=int, default=1000, help="states of the rigid comparison")
     p.add_argument("--robots", nargs="*", default=None, help="robots of the rigid comparison (default hyq ur5)")
     p.add_argument(
@@ -323,7 +330,7 @@ def main(argv=None):
         solvers = ("kvaerno5", "kvaerno5-fd", "newmark", "newmark-index3", "generalized-alpha-index3")
         simulation_table("parallel robot", *scenarios.parallel_robot(), args.t_final, 1e-2, solvers, args.solvers)
     if "parallel" not in args.skip and "statics" not in args.skip:
-        parallel_statics(args.n_statics)
+        parallel_statics(args.n_statics, args.n_statics_fd)
     if "fin-ray" not in args.skip and "jacobians" not in args.skip:
         fin_ray_jacobians()
     if "fin-ray" not in args.skip and "simulations" not in args.skip:
