@@ -834,13 +834,18 @@ def index3_residual(
     """
     closures = check_closures(linkage, closures)
     args = check_state("index3_residual", linkage, q=q, qd=qd, qdd=qdd, u=u)
+    lam = _checked_multipliers("index3_residual", closures, lam, args["q"])
+    q, qd, qdd, u = (args[k] for k in ("q", "qd", "qdd", "u"))
+    return (_index3 if covered(linkage) else _index3_plain)(linkage, closures, q, qd, qdd, lam, u)
+
+
+def _checked_multipliers(fname: str, closures: tuple[Closure, ...], lam, q: Array) -> Array:
+    """λ as an array of the closures' n_c rows (a clear error otherwise), in the state's floating dtype."""
     n_c = sum(c.k for c in closures)
     lam = jnp.asarray(lam)
     if lam.shape != (n_c,):
-        raise ValueError(f"index3_residual: lam must have the closures' {n_c} rows, shape ({n_c},), got {lam.shape}")
-    lam = lam.astype(jnp.result_type(args["q"].dtype, lam.dtype, float))
-    q, qd, qdd, u = (args[k] for k in ("q", "qd", "qdd", "u"))
-    return (_index3 if covered(linkage) else _index3_plain)(linkage, closures, q, qd, qdd, lam, u)
+        raise ValueError(f"{fname}: lam must have the closures' {n_c} rows, shape ({n_c},), got {lam.shape}")
+    return lam.astype(jnp.result_type(q.dtype, lam.dtype, float))
 
 
 def index3_residual_at_rest(
@@ -860,11 +865,5 @@ def index3_residual_at_rest(
     """
     closures = check_closures(linkage, closures)
     args = check_state("index3_residual_at_rest", linkage, q=q, u=u)
-    n_c = sum(c.k for c in closures)
-    lam = jnp.asarray(lam)
-    if lam.shape != (n_c,):
-        raise ValueError(
-            f"index3_residual_at_rest: lam must have the closures' {n_c} rows, shape ({n_c},), got {lam.shape}"
-        )
-    lam = lam.astype(jnp.result_type(args["q"].dtype, lam.dtype, float))
+    lam = _checked_multipliers("index3_residual_at_rest", closures, lam, args["q"])
     return (_index3_rest if covered(linkage) else _index3_rest_plain)(linkage, closures, args["q"], lam, args["u"])

@@ -444,6 +444,18 @@ def test_each_kinds_basis_spans_the_complement_of_its_free_directions(kind):
             ),
             r"baumgarte_time must be a positive scalar",
         ),
+        (
+            lambda: lk.index3_residual(CHAIN, DYNAMIC, *(jnp.zeros(10),) * 3, jnp.zeros(7), jnp.zeros(3)),
+            r"index3_residual: lam must have the closures' 8 rows, shape \(8,\), got \(7,\)",
+        ),
+        (
+            lambda: lk.index3_residual_at_rest(CHAIN, DYNAMIC, jnp.zeros(10), jnp.zeros(9), jnp.zeros(3)),
+            r"index3_residual_at_rest: lam must have the closures' 8 rows",
+        ),
+        (
+            lambda: lk.index3_residual_at_rest(CHAIN, DYNAMIC, jnp.zeros(10), jnp.zeros(8), jnp.zeros(2)),
+            r"index3_residual_at_rest: u must have shape \(n_inputs,\) = \(3,\)",
+        ),
     ],
 )
 def test_bad_closures_and_arguments_are_named(make, match):
