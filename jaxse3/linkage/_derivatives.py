@@ -20,7 +20,13 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   P^S, V^S, W^S, E^S (22c–22g, 28c, 33, 56). A link starts from the sums of its children (rule 4 and eq. (40): over
   all branches), each child's sums at its first joint plus its joint frame's point quantities, moved to the parent's
   end frame by Ad*_P (and 𝓜, 𝓝 by Ad*_P(·)Ad⁻¹_P); its rows of ID, ∂ID/∂q, ∂ID/∂q̇, M follow from (14), (21), (27),
-  (32), and are stacked into the global matrices (eq. (42)).
+  (32), and are stacked into the global matrices (eq. (42));
+* **at rest** (q̇ = q̈ = 0, statics; :func:`tree_derivatives_with_wrenches` with q̇ = q̈ = None): R, Q, Y, η and η̇
+  vanish, so the forward pass carries g and J only, the points their weights and loads, and the backward pass 𝓕^C,
+  P^S and E^S: ID(q, 0, 0) and ∂ID/∂q = Sᵀ(P^S + E^S) (+ C29), without 𝓜^C, 𝓝^C, U^S, V^S, W^S.
+
+More point wrenches that depend on the forward pass (a closed chain's multipliers, :class:`PointWrench`) enter
+between the two passes as the loads do.
 
 A rod joint's ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C (C29) stays in the rod's own block; it is formed after the backward pass
 from the joints' composite wrenches 𝓕^C_α, for every joint of every rod of one structure at once
@@ -68,7 +74,7 @@ __all__ = ["covered", "tree_derivatives", "tree_derivatives_with_wrenches", "IDD
 
 
 class IDDerivatives(NamedTuple):
-    """ID and its derivatives (each (nv,) or (nv, nv))."""
+    """ID and its derivatives (each (nv,) or (nv, nv); ``dqd`` and ``M`` None from a pass at rest)."""
 
     tau: Float[Array, " nv"]
     dq: Float[Array, "nv nv"]  # ∂ID/∂q (21, 41a)
