@@ -130,8 +130,8 @@ def test_the_derivative_pass_at_rest_equals_the_general_pass_at_zero_rates(name)
     """The derivative pass at rest (:func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` with
     q̇ = q̈ = None: poses, Jacobians, 𝓕^C, P^S, E^S only; statics' path) gives ID(q, 0, 0) and ∂ID/∂q equal to the
     general pass at q̇ = q̈ = 0 (:func:`~jaxse3.linkage.tree_derivatives`), with rods, exponential and quaternion joints,
-    world and local loads, buoyancy and drag (zero at rest), and the same extra point wrench in both; values observed
-    equal to round-off."""
+    world and local loads, buoyancy and drag (zero at rest), and the same extra point wrench in both, at a random
+    configuration and at q = 0 (straight rods, zero rotations); values observed equal to round-off."""
     from jaxse3.linkage._derivatives import PointWrench, tree_derivatives_with_wrenches
     from tests.linkage.test_linkage import EXPONENTIAL
 
@@ -157,7 +157,11 @@ def test_the_derivative_pass_at_rest_equals_the_general_pass_at_zero_rates(name)
         rest = tree_derivatives_with_wrenches(linkage, q, None, None, applied)[0]
         return general, rest
 
-    general, rest = both(q)
-    assert rest.dqd is None and rest.M is None
-    for a, b in ((rest.tau, general.tau), (rest.dq, general.dq)):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
+    # at a random configuration and, in coordinates, at q = 0 (straight rods, zero rotations: no NaN)
+    configurations = [q] if name == "quaternions" else [q, jnp.zeros_like(q)]
+    for q in configurations:
+        general, rest = both(q)
+        assert rest.dqd is None and rest.M is None
+        for a, b in ((rest.tau, general.tau), (rest.dq, general.dq)):
+            assert np.isfinite(a).all()
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
