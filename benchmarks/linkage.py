@@ -146,12 +146,13 @@ def parallel_statics(n, n_fd, seed=0):
     systems = eqx.tree_at(lambda s: s.params.linkage.loads[0].wrench, stack([system] * n), jnp.asarray(w))
     print(f"\n[parallel robot] statics: {n} random wrenches, a batch of systems, from q = 0")
     head = f"{'Newton Jacobian':32s} {'solves':>6s} {'per solve':>10s} {'total':>8s} {'converged':>10s}"
-    print(f"{head} {'compile+1st':>12s} {'stable':>7s} {'singular':>9s} {'Newton it. mean/max':>20s}")
+    print(f"{head} {'compile+1st':>12s} {'stable':>7s} {'singular':>9s} {'Newton it. mean/max':>20s} Morse indices")
     rows = (
         ("analytic (rules), chunks of 8", "analytic", 8, n),
         ("analytic (rules), one by one", "analytic", 1, n),
         ("finite differences, one by one", "finite-difference", 1, min(n_fd, n)),
     )
+    solutions = []
     for label, jac, chunk, m in rows:
         part = jax.tree.map(lambda x, m=m: x[:m], systems)
         solve = lambda: solve_statics_batch(part, batch_system=True, jacobian=jac, chunk_size=chunk, throw=False)
@@ -160,11 +161,23 @@ def parallel_statics(n, n_fd, seed=0):
         ok = np.asarray(sol.converged)
         stable, singular = (int(np.sum(np.asarray(x)[ok])) for x in (sol.stable, sol.singular))
         its = np.asarray(sol.num_steps)
+        index, counts = np.unique(np.asarray(sol.morse_index)[ok], return_counts=True)
         print(
             f"{label:32s} {m:6d} {fmt_time(wall / m):>10s} {wall:7.2f}s {int(ok.sum()):6d}/{m} {c:11.1f}s "
-            f"{stable:7d} {singular:9d} {its.mean():13.1f} / {its.max()}",
+            f"{stable:7d} {singular:9d} {its.mean():13.1f} / {its.max()}   "
+            + ", ".join(f"{k}: {c}" for k, c in zip(index, counts)),
             flush=True,
         )
+        solutions.append(sol)
+    # the paper's sign of multistability: the same load solved by two Newton variants ends on different equilibria
+    # (its Fig. 14b, c); here the analytic and the finite-difference continuation, on the loads both solved
+    analytic, fd = (jax.tree.map(lambda x: np.asarray(x)[: min(n_fd, n)], sol) for sol in solutions[1:])
+    both = analytic.converged & fd.converged
+    apart = both & (np.max(np.abs(analytic.q - fd.q), axis=1) > 1e-6)
+    print(
+        f"  multiple equilibria: {int(apart.sum())} of {int(both.sum())} loads end on different equilibria with "
+        f"analytic and finite-difference Newton ({int((apart & analytic.stable & fd.stable).sum())} with both stable)"
+    )
 
 
 def jacobian_table(title, fd, plain, q, qd):

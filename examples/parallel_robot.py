@@ -91,6 +91,9 @@ def main(argv=None):
         f"{int((ok & ~stable).sum())} unstable (the stiffness on the closures' tangent space), "
         f"{int((np.asarray(sol.singular) & ok).sum())} at a singular Newton matrix"
     )
+    index, counts = np.unique(np.asarray(sol.morse_index)[ok], return_counts=True)
+    found = ", ".join(f"{k}: {c}" for k, c in zip(index, counts))
+    print(f"Morse indices (unstable directions) of the equilibria and how many: {found}")
     fig, ax = plt.subplots(figsize=(4.5, 4))
     for mask, marker, label in ((stable, "o", "stable"), (ok & ~stable, "x", "unstable")):
         ax.scatter(1e3 * centres[mask, 0], 1e3 * centres[mask, 1], c=1e3 * centres[mask, 2], s=12, marker=marker)

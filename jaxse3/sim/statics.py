@@ -35,6 +35,8 @@ __all__ = ["solve_statics", "StaticsSolution", "StaticsResults"]
 #: adaptive continuation: a step is accepted when the Newton correction from the predictor is at most this fraction
 #: of the predicted step (plus the Newton tolerance)
 _BRANCH_TOLERANCE = 0.5
+#: the stiffness's eigenvalues below this fraction of the largest one in magnitude count as zero
+_ZERO_STIFFNESS = 1e-8
 #: adaptive continuation: the smallest load increment tried before the continuation is declared stalled
 _MIN_INCREMENT = 2.0**-20
 #: adaptive continuation: the most accepted load steps (the length of ``load_fractions``) and attempted steps
@@ -69,12 +71,21 @@ class StaticsSolution(eqx.Module):
         load_fractions: the load factors λ of the accepted steps in order (the last one is 1 when ``converged``);
             adaptive: (64,), zero after the ``load_steps_taken`` steps; fixed: (load_steps,) = (1, 2, ...)/load_steps.
         load_steps_taken: number of accepted load steps.
-        stable: True iff the tangent stiffness ``−∂R/∂q`` at q (at the last Newton iterate, within the tolerance of
-            q) has a positive definite symmetric part (Cholesky). For conservative loads (gravity, dead world
+        stable: True iff the symmetric part of the tangent stiffness ``−∂R/∂q`` at q (at the last Newton iterate,
+            within the tolerance of q) is positive definite: its least eigenvalue above 10⁻⁸ of the largest in
+            magnitude. With constraints, the stiffness reduced to the constraints' tangent space, ``−Zᵀ sym(∂r/∂q) Z``
+            with Z an orthonormal basis of the null space of ∂e/∂q. For conservative loads (gravity, dead world
             wrenches) ``−∂R/∂q`` is the Hessian of the potential energy and this is the stability of the equilibrium;
             with follower wrenches or tendons it is sufficient for every eigenvalue of ``−∂R/∂q`` to have a positive
-            real part (no divergence instability). With constraints, the stiffness reduced to the constraints'
-            tangent space, ``−Zᵀ (∂r/∂q) Z`` with Z a basis of the null space of ∂e/∂q.
+            real part (no divergence instability).
+        morse_index: the number of negative eigenvalues of that (reduced) symmetric stiffness, below −10⁻⁸ of the
+            largest: the number of independent directions in which the potential energy decreases. It names the
+            kind of equilibrium found: 0 a (stable) minimum, 1 a saddle of the first kind (the equilibrium between
+            two stable branches of a bistable structure, the top of a snap-through), and so on. A stable equilibrium
+            has index 0; an index-0 equilibrium with a numerically zero eigenvalue is not ``stable``: a limit point.
+        least_stiffness: the least eigenvalue of that (reduced) symmetric stiffness (N·m or N/m per unit of q):
+            negative on an unstable branch, near zero close to a limit point or bifurcation; +inf when the
+            constraints leave no freedom.
         multipliers: (n_constraints,) the constraints' multipliers λ at q (a closed chain: the closures' wrench
             components, then the prescribed joints' efforts); None without constraints.
         singular: with constraints, True iff Newton's matrix at q is numerically singular (its reciprocal condition
@@ -91,6 +102,8 @@ class StaticsSolution(eqx.Module):
     load_fractions: jax.Array
     load_steps_taken: jax.Array
     stable: jax.Array
+    morse_index: jax.Array
+    least_stiffness: jax.Array
     multipliers: jax.Array | None
     singular: jax.Array | None
 
@@ -266,17 +279,16 @@ def _reciprocal_condition(J: jax.Array) -> jax.Array:
     return 1.0 / (jnp.linalg.norm(J, 1) * jnp.linalg.norm(jnp.linalg.inv(J), 1))
 
 
-def _reduced_stable(J: jax.Array, n: int) -> jax.Array:
-    """Whether the stiffness H = −sym(∂r/∂q) is positive definite on the null space of E = ∂e/∂q (the constraints'
-    tangent space), by Finsler's lemma: that holds iff H + ρEᵀE is positive definite for some ρ (and for every
-    larger one). Tried with ρ = (10², 10⁵, 10⁸) × max|H| / max|EᵀE| by Cholesky (no QR or eigen-decomposition, whose
-    batched CPU kernels are not serialised): positive definite for one of them means stable; a stable equilibrium
-    whose reduced stiffness is below 10⁻⁸ of the largest is reported unstable."""
-    H, E = -0.5 * (J[:n, :n] + J[:n, :n].T), J[n:, :n]
-    EtE = E.T @ E
-    scale = jnp.max(jnp.abs(H)) / jnp.maximum(jnp.max(jnp.abs(EtE)), jnp.finfo(J.dtype).tiny)
-    definite = [jnp.all(jnp.isfinite(jnp.linalg.cholesky(H + rho * scale * EtE))) for rho in (1e2, 1e5, 1e8)]
-    return definite[0] | definite[1] | definite[2]
+def _stiffness_spectrum(J: jax.Array, n: int, m: int) -> jax.Array:
+    """Ascending eigenvalues of the symmetric stiffness H = −sym(∂r/∂q), reduced with constraints to the null space
+    of E = ∂e/∂q (the constraints' tangent space): those of ZᵀHZ, Z an orthonormal basis of that null space from the
+    complete QR factorisation of Eᵀ (its last n − m columns; E of full row rank). By Sylvester's law of inertia the
+    number of negative ones is the Morse index of the equilibrium (for conservative loads)."""
+    H = -0.5 * (J[:n, :n] + J[:n, :n].T)
+    if m:
+        Z = jnp.linalg.qr(J[n:, :n].T, mode="complete")[0][:, m:]
+        H = Z.T @ H @ Z
+    return jnp.linalg.eigvalsh(H)
 
 
 def _newton(fn, q0: jax.Array, rtol: float, atol: float, max_steps: int, contractive: bool) -> NewtonResult:
@@ -336,7 +348,10 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw, st
     )
     ok = result == StaticsResults.successful
     res_norm = jnp.max(jnp.abs(_residual(q, system, u, one, at_rest)))
-    stable = jnp.all(jnp.isfinite(jnp.linalg.cholesky(-0.5 * (J + J.T)))) if m == 0 else _reduced_stable(J, n)
+    # no freedom left (the constraints fix q): an empty spectrum, trivially stable
+    spectrum = jnp.concatenate([_stiffness_spectrum(J, n, m), jnp.full(1, jnp.inf, J.dtype)])
+    # eigenvalues within 10⁻⁸ of the largest are numerically zero: neither stable nor counted as unstable directions
+    zero = _ZERO_STIFFNESS * jnp.max(jnp.abs(spectrum[:-1]), initial=0.0)
     singular = ~(_reciprocal_condition(J) > 1e-12) if m else None
     if throw:
         q = result.error_if(q, ~ok)
@@ -349,7 +364,9 @@ def _solve(system, u, q0, jacobian, rtol, atol, max_steps, load_steps, throw, st
         tip=system.tip(q[:n]),
         load_fractions=fractions,
         load_steps_taken=taken,
-        stable=stable,
+        stable=spectrum[0] > zero,
+        morse_index=jnp.sum(spectrum < -zero),
+        least_stiffness=spectrum[0],
         multipliers=q[n:] if m else None,
         singular=singular,
     )

@@ -6,10 +6,10 @@ solver's settings::
     model = "cdm"                 # a built-in model ("cdm", "cdm-contact") or a model file (jaxse3.linkage's format),
                                   #   its path relative to the sweep file
     kind = "statics"              # "statics" (equilibria: solve_statics) or "simulate" (motions: simulate)
-    record = ["tip", "q"]         # statics: q, tip, residual_norm, stable, energy; simulate: t, tip, q, qd,
-                                  #   points, u, energy (default tip); energy: the total mechanical energy at
-                                  #   each recorded state; the solver's status (result, num_steps) is always
-                                  #   recorded
+    record = ["tip", "q"]         # statics: q, tip, residual_norm, stable, morse_index, least_stiffness, energy;
+                                  #   simulate: t, tip, q, qd, points, u, energy (default tip); energy: the total
+                                  #   mechanical energy at each recorded state; the solver's status (result,
+                                  #   num_steps) is always recorded
     chunk = 16                    # members per chunk: the unit of work, of commit and of resumption (default 16)
     devices = 2                   # optional: the local devices each chunk is split over (default all)
 
@@ -80,7 +80,7 @@ BUILT_IN = {"cdm": scenarios.cdm_system, "cdm-contact": scenarios.cdm_contact_sy
 _MATERIAL = ("young", "density", "poisson", "damping")
 #: what a sweep can record, by kind
 KINDS = {
-    "statics": ("q", "tip", "residual_norm", "stable", "energy"),
+    "statics": ("q", "tip", "residual_norm", "stable", "morse_index", "least_stiffness", "energy"),
     "simulate": ("t", "tip", "q", "qd", "points", "u", "energy"),
 }
 #: the solver's status, recorded for every member

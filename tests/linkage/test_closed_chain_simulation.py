@@ -330,6 +330,10 @@ def test_statics_under_a_crank_torque_is_the_closed_form_equilibrium(system, the
     np.testing.assert_allclose(lk.closure_error(FOUR_BAR, PLANAR, sol.q), 0.0, atol=1e-14)
     assert float(sol.residual_norm) < 1e-10
     assert bool(sol.stable) == (d2V > 0) and not bool(sol.singular)
+    # the stiffness on the one tangent direction q'(θ*)/|q'(θ*)|: V''(θ*) / |q'(θ*)|²; a maximum has Morse index 1
+    tangent = jax.jacfwd(lambda t: four_bar_pose(t)[0])(jnp.asarray(theta))
+    np.testing.assert_allclose(float(sol.least_stiffness), d2V / float(tangent @ tangent), rtol=1e-8)
+    assert int(sol.morse_index) == (0 if d2V > 0 else 1)
     zero = jnp.zeros(3)
     loads = lk.generalized_forces(FOUR_BAR, sol.q, zero, u) - lk.inverse_dynamics(FOUR_BAR, sol.q, zero, zero)
     A = lk.closure_jacobian(FOUR_BAR, PLANAR, sol.q)
@@ -346,6 +350,7 @@ def test_statics_with_a_prescribed_crank_holds_it_with_the_reduced_torque():
         u = jnp.array([theta, 0.0, 0.0, 0.0, 0.0])  # (q_k, q̇_k, q̈_k, the coupler's and rocker's efforts)
         sol = sim.solve_statics(system, u, four_bar_pose(jnp.asarray(0.0))[0])
         assert bool(sol.converged) and not bool(sol.singular)
+        assert bool(sol.stable) and int(sol.morse_index) == 0 and float(sol.least_stiffness) == np.inf
         np.testing.assert_allclose(wrap(sol.q - four_bar_pose(jnp.asarray(theta))[0]), 0.0, atol=1e-11)
         dV = float(jax.grad(lambda t: reduced(t)[1])(theta))
         np.testing.assert_allclose(sol.multipliers[-1], dV, rtol=1e-9)

@@ -14,7 +14,10 @@ mode compiles once.
 
 import functools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy.integrate import solve_bvp
 
 from jaxse3 import rod as R
@@ -42,9 +45,9 @@ def elastica_tip(load: str, alpha: float) -> np.ndarray:
 
 
 @functools.cache
-def cantilever(load: str, alpha: float):
+def cantilever(load: str, alpha: float, upright: bool = False):
     """A uniform rod along world x, clamped at the origin, under self-weight (qL³/EI = α) or a tip force
-    (PL²/EI = α) along world −z."""
+    (PL²/EI = α) along world −z; ``upright``: self-weight along −x instead (a standing column)."""
     gravity = alpha * EI / (WEIGHT * LENGTH**3) if load == "weight" else 0.0
     rod = R.Rod(
         LENGTH,
@@ -52,7 +55,7 @@ def cantilever(load: str, alpha: float):
         R.Material(E, RHO, nu=0.5),
         R.LegendreBasis((2, 8, 2, 2, 2, 2)),
         n_gauss=9,
-        gravity=(0.0, 0.0, -gravity),
+        gravity=(-gravity, 0.0, 0.0) if upright else (0.0, 0.0, -gravity),
     )
     force = alpha * EI / LENGTH**2 if load == "tip" else 0.0
     return rod_system(rod, R.Loads.at_tip(rod, [0.0, 0.0, 0.0, 0.0, 0.0, -force]))
@@ -115,3 +118,26 @@ def test_small_load_takes_one_step():
     assert bool(sol.converged) and int(sol.load_steps_taken) == 1
     np.testing.assert_allclose(_tip_xz(sol), elastica_tip("tip", 0.1), atol=1e-5)
     assert abs(float(_tip_xz(sol)[1]) + 0.1 / 3) < 1e-3
+
+
+@pytest.mark.parametrize("alpha, index", [(5.0, 0), (7.5, 0), (8.3, 2), (30.0, 2), (58.0, 3)])
+def test_the_morse_index_of_a_standing_column_counts_greenhills_buckling_loads(alpha, index):
+    """Greenhill's standing column: the straight rod under its own weight qL³/EI = α is an equilibrium at every α,
+    stable below the first critical self-weight α₁ = 7.837 and with one more unstable direction in each bending
+    plane above each critical load (α₂ = 55.98; Timoshenko & Gere §2.10). Newton from the straight rod stays
+    straight (the bending residual is zero by symmetry). The rod bends about y with Legendre order 8 and about z with
+    order 2: α₁ of both planes lies in (7.8, 7.9), α₂ in (56.5, 57) about y and in (59, 60) about z (measured), so
+    the Morse index is 0 on both sides of α₁'s neighbourhood, 2 above α₁ (one per plane), 3 above the resolved α₂.
+    A second oracle: the spectrum of the Hessian of the potential energy (elastic + gravitational), by autodiff of
+    the model's energy, a path apart from the residual's rules."""
+    system = cantilever("weight", alpha, upright=True)
+    sol = solve_statics(system, load_steps=1)
+    assert bool(sol.converged)
+    np.testing.assert_allclose(np.asarray(sol.tip)[1:], 0.0, atol=1e-12)  # straight
+    assert int(sol.morse_index) == index
+    assert bool(sol.stable) == (index == 0) and (float(sol.least_stiffness) > 0) == (index == 0)
+    zero = jnp.zeros_like(sol.q)
+    hessian = jax.hessian(lambda q: system.energy(system.params, q, zero).total)(sol.q)
+    w = np.linalg.eigvalsh(np.asarray(hessian))
+    assert int(np.sum(w < -1e-8 * np.abs(w).max())) == index
+    np.testing.assert_allclose(float(sol.least_stiffness), w[0], rtol=1e-7)

@@ -148,7 +148,7 @@ def test_model_file_parameters_that_change_the_structure_or_do_not_exist_are_ref
 
 CDM_SWEEP = """
 model = "cdm"
-record = ["tip", "q", "stable", "energy"]
+record = ["tip", "q", "stable", "morse_index", "energy"]
 chunk = 2
 [settings]
 rtol = 1e-10
@@ -173,6 +173,7 @@ def test_cdm_statics_members_equal_direct_solves(tmp_path):
         np.testing.assert_allclose(result["tip"][i], direct.tip, atol=1e-11)
         np.testing.assert_allclose(result["q"][i], direct.q, atol=1e-9)
         assert bool(result["stable"][i]) == bool(direct.stable)
+        assert int(result["morse_index"][i]) == int(direct.morse_index) == 0
         rest = rod.energy(system.params[0], direct.q, jnp.zeros_like(direct.q)).total
         np.testing.assert_allclose(result["energy"][i], rest, rtol=1e-9)
     assert np.linalg.norm(result["tip"][4] - result["tip"][0]) > 1e-2  # the tension moves the tip
