@@ -22,6 +22,7 @@ the Jacobians of eqs. (50), (51)); ``_files`` (linkages from TOML files, :func:`
 from ._closure import (
     CLOSURE_KINDS as CLOSURE_KINDS,
     Closure as Closure,
+    baumgarte_residual as baumgarte_residual,
     check_closures as check_closures,
     closure_basis as closure_basis,
     closure_bias as closure_bias,
@@ -114,6 +115,7 @@ __all__ = [
     "constrained_residual",
     "index3_residual",
     "index3_residual_at_rest",
+    "baumgarte_residual",
     "from_toml",
     "closures_from_toml",
     "read_toml",

@@ -78,6 +78,7 @@ __all__ = [
     "constrained_residual",
     "index3_residual",
     "index3_residual_at_rest",
+    "baumgarte_residual",
 ]
 
 #: the joint kinds a :class:`Closure` can close a loop with (:func:`closure_basis`)
@@ -687,6 +688,7 @@ class _PassRows(NamedTuple):
     """The closures' rows and their derivatives from the frames of a derivative pass at (q, q̇, q̈)
     (:func:`_closure_pass`)."""
 
+    e: Float[Array, " n_c"]  # (47c)
     A: Float[Array, "n_c nv"]  # (47a)
     de_dq: Float[Array, "n_c nv"]  # ∂e/∂q (D80)
     Aqd_q: Float[Array, "n_c nv"]  # ∂(Aq̇)/∂q at fixed q̇
@@ -697,7 +699,7 @@ class _PassRows(NamedTuple):
 def _closure_pass(linkage: Linkage, closures, lam: Array):
     """The ``applied`` of :func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` for a closed chain: the
     multipliers as point wrenches, and the closures' rows with their q-derivatives from the pass's frames
-    (:class:`_PassRows`; seed 003 App. D (D68)–(D83), re-derived).
+    (:class:`_PassRows`; seed 003 App. D (D68)–(D83), re-derived), e (47c) with them.
 
     Wrenches: Aᵀλ = Σ J_Aᵀ w_A + J_Bᵀ w_B with w_A = Ad_{g_BA}ᵀ Φ⊥λ at frame A and w_B = −Φ⊥λ at frame B (digest
     §2.5), carried to their points' frames by Ad⁻ᵀ of the placements. w_B is constant in frame B; w_A turns with
@@ -718,7 +720,7 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
 
     Together with the pass at q̈ = q̈_B they are the right-hand sides of eqs. (50), (51) without autodiff; the paper's
     (D82) as printed misses the transpose and the A side's transport (digest §2.5). From a pass at rest (frames with
-    poses and Jacobians only): the wrenches, A and ∂e/∂q, the other rows None."""
+    poses and Jacobians only): the wrenches, e, A and ∂e/∂q, the other rows None."""
     ad = se3.ad
 
     def applied(frame):
@@ -745,8 +747,10 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ (JA - Ai @ JB)))
             V = Ad @ JA - JB
             Pt = Phi.T
+            eps = se3.log(g)
+            rows = (Pt @ eps, Pt @ V, Pt @ se3.dexp_inv(eps) @ V)
             if etaA is None:  # a pass at rest
-                parts.append((Pt @ V, Pt @ se3.dexp_inv(se3.log(g)) @ V, None, None, None))
+                parts.append((*rows, None, None, None))
                 continue
             y = Ad @ etaA
             d_etad = lambda Q, R, eta: Q - ad(eta) @ R  # (D74)
@@ -760,9 +764,10 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             J_rate = lambda Y, R, eta, J: Y - R - ad(eta) @ J  # J̇ as a matrix (docstring)
             Adot = Ad @ ad(etaA - Ai @ etaB) @ JA + Ad @ J_rate(YA, RA, etaA, JA) - J_rate(YB, RB, etaB, JB)
             Aqd_q = Ad @ RA - ad(y) @ V - RB
-            parts.append((Pt @ V, Pt @ se3.dexp_inv(se3.log(g)) @ V, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q))
+            parts.append((*rows, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q))
         if not parts:
-            return wrenches, _PassRows(*(jnp.zeros((0, linkage.nv), lam.dtype) for _ in _PassRows._fields))
+            empty = jnp.zeros((0, linkage.nv), lam.dtype)
+            return wrenches, _PassRows(jnp.zeros(0, lam.dtype), *(empty for _ in _PassRows._fields[1:]))
         return wrenches, _PassRows(*(None if x[0] is None else jnp.concatenate(x) for x in zip(*parts)))
 
     return applied
@@ -867,3 +872,64 @@ def index3_residual_at_rest(
     args = check_state("index3_residual_at_rest", linkage, q=q, u=u)
     lam = _checked_multipliers("index3_residual_at_rest", closures, lam, args["q"])
     return (_index3_rest if covered(linkage) else _index3_rest_plain)(linkage, closures, args["q"], lam, args["u"])
+
+
+def _baumgarte_plain(linkage, closures, q, qd, qdd, lam, u, T):
+    s = point_states(linkage, q, qd)
+    rows = _rows_of_states(linkage, closures, s)
+    bias, M = dynamics_of_states(linkage, s)
+    r = generalized_forces(linkage, q, qd, u) - bias - M @ qdd + rows.A.T @ lam
+    return jnp.concatenate([r, rows.A @ (qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2])
+
+
+def _baumgarte_jvp(primals, tangents):
+    linkage, closures, q, qd, qdd, lam, u, T = primals
+    _, _, dq, dqd, dqdd, dlam, du, dT = tangents
+    rest = jvp_of_rest(_baumgarte_plain, primals, tangents, analytic=(2, 3, 4, 5, 6, 7))
+    tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
+    # ID − Aᵀλ with its derivatives and the closures' rows with theirs, from one derivative pass ((D68)–(D83))
+    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))
+    r = generalized_forces(linkage, q, qd, u) - d.tau
+    c = rows.A @ (qdd + (2.0 / T) * qd) + rows.Adot @ qd + rows.e / T**2
+    dr = accumulate(r, [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)])
+    c_q = rows.acc_q + (2.0 / T) * rows.Aqd_q + rows.de_dq / T**2  # Ȧq̇ is quadratic in q̇:
+    c_qd = (2.0 / T) * rows.A + rows.Aqd_q + rows.Adot  # ∂(Ȧq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ
+    c_T = -(2.0 / T**2) * (rows.A @ qd) - (2.0 / T**3) * rows.e
+    dc = accumulate(c, [(c_q, dq), (c_qd, dqd), (rows.A, dqdd), (lambda t: c_T * t, dT)])
+    out = jnp.concatenate([r, c])
+    return out, jnp.concatenate([dr, dc]) if rest is None else jnp.concatenate([dr, dc]) + rest
+
+
+_baumgarte = custom_rule("linkage.baumgarte_residual", _baumgarte_plain, _baumgarte_jvp)
+
+
+def baumgarte_residual(
+    linkage: Linkage,
+    closures: Closure | Sequence[Closure],
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    qdd: Float[Array, " nv"],
+    lam: Float[Array, " n_c"],
+    u: Float[Array, " n_inputs"],
+    baumgarte_time: Float[ArrayLike, ""],
+) -> Float[Array, " nv+n_c"]:
+    """The Baumgarte-stabilised dynamics of a closed chain (seed 003 eqs. (48), (49)) as a residual in (q̈, λ), the
+    index-3 residual stacked on the stabilised acceleration constraint:
+
+        R = [τ(q, q̇, u) − ID(q, q̇, q̈) + A(q)ᵀλ;  A q̈ + Ȧq̇ + (2/T_B) A q̇ + e/T_B²],    (nv + n_c,)
+
+    affine in (q̈, λ) with the matrix [[−M, Aᵀ], [A, 0]]: R = 0 at the (q̈_B, λ) of
+    :func:`constrained_forward_dynamics`. A system with further rows (prescribed joints, eq. (43)) stacks them on
+    these and solves them together.
+
+    Derivatives (a ``custom_jvp`` rule, counted as "linkage.baumgarte_residual"): the first block's as
+    :func:`index3_residual`, and the second's from the same derivative pass (:func:`_closure_pass`): ∂/∂q = ∂(Aq̈ +
+    Ȧq̇)/∂q + (2/T_B) ∂(Aq̇)/∂q + ∂e/∂q / T_B², ∂/∂q̇ = ∂(Aq̇)/∂q + Ȧ + (2/T_B) A, ∂/∂q̈ = A, ∂/∂T_B in closed form
+    ((D70)–(D83), re-derived). Tangents along the model's parameters, and linkages with quaternion joints: plain
+    autodiff.
+    """
+    fname = "baumgarte_residual"
+    closures, (q, qd, qdd, u), T = _checked(fname, linkage, closures, baumgarte_time, q=q, qd=qd, qdd=qdd, u=u)
+    lam = _checked_multipliers(fname, closures, lam, q)
+    T = T.astype(q.dtype)
+    return (_baumgarte if covered(linkage) else _baumgarte_plain)(linkage, closures, q, qd, qdd, lam, u, T)

@@ -365,16 +365,12 @@ def _prescribed_equations(chain, x, q, qd, inputs):
     """R(x) of the Baumgarte form with prescribed joints (seed 003 eqs. (43) and (48) combined), affine in
     x = (q̈, λ, λ_k): the index-3 residual τ − ID(q, q̇, q̈) + Aᵀλ + E_kᵀλ_k (λ_k the prescribed joints' efforts), the
     closures' stabilised rows A q̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B², and E_k q̈ − q̈_k(t); q_k, q̇_k read from the inputs."""
-    linkage, closures, T = chain.linkage, chain.closures, chain.baumgarte_time
     _, k, nk = _split(chain.control)
     q, qd, u, qdd_k = _prescribed_state(chain, q, qd, inputs)
     n, m = q.shape[0], x.shape[0] - q.shape[0] - nk
-    qdd, lam = x[:n], x[n : n + m]
-    r = linkages.index3_residual(linkage, closures, q, qd, qdd, lam, u).at[k].add(x[n + m :])
-    A = linkages.closure_jacobian(linkage, closures, q)
-    e = linkages.closure_error(linkage, closures, q)
-    c = A @ (qdd + (2.0 / T) * qd) + linkages.closure_bias(linkage, closures, q, qd) + e / T**2
-    return jnp.concatenate([r, c, qdd[k] - qdd_k])
+    qdd = x[:n]
+    R = linkages.baumgarte_residual(chain.linkage, chain.closures, q, qd, qdd, x[n : n + m], u, chain.baumgarte_time)
+    return jnp.concatenate([R.at[k].add(x[n + m :]), qdd[k] - qdd_k])
 
 
 def _prescribed_matrix(chain, q, inputs):
@@ -399,8 +395,8 @@ def _prescribed_solution_plain(chain, q, qd, inputs):
 
 
 def _prescribed_solution_jvp(primals, tangents):
-    """The implicit-function rule of the affine solve: dx = −(∂R/∂x)⁻¹ (∂R/∂(chain, q, q̇, u)·d) at the solution, the
-    index-3 residual's derivatives from its rule (ID's analytic ones), the closures' rows by autodiff."""
+    """The implicit-function rule of the affine solve: dx = −(∂R/∂x)⁻¹ (∂R/∂(chain, q, q̇, u)·d) at the solution, R's
+    derivatives in the state from the rule of :func:`jaxse3.linkage.baumgarte_residual` (one derivative pass)."""
     x, lu = _prescribed_solve(*primals)
     dR = jvp_moving(lambda *a: _prescribed_equations(a[0], x, *a[1:]), primals, tangents)
     return x, jnp.zeros_like(x) if dR is None else -jax.scipy.linalg.lu_solve(lu, dR)
@@ -517,8 +513,8 @@ def linkage_system(
     (q_k − q_k(t) = 0, their multipliers the joints' efforts), and statics solves for them; the Baumgarte form is eqs.
     (43) and (48) combined: q_k, q̇_k read from the inputs, the prescribed accelerations q̈_k(t) imposed as further
     rows of the bordered system (their multipliers the efforts), the state's q_k tracking the prescription as for an
-    open chain. Its derivatives come from an implicit-function rule on that affine solve (the index-3 residual's
-    analytical rule; the closures' rows by autodiff); the index-3 form remains the cheaper choice for such systems.
+    open chain. Its derivatives come from an implicit-function rule on that affine solve (the analytical rule of
+    :func:`jaxse3.linkage.baumgarte_residual`); the index-3 form remains the cheaper choice for such systems.
     """
     if not isinstance(linkage, linkages.Linkage):
         raise TypeError(f"linkage_system: linkage must be a jaxse3.linkage.Linkage, got {type(linkage).__name__}")

@@ -308,4 +308,64 @@ def test_index3_residual_value_and_rule(name, every_kind):
     steps = jnp.asarray(np.diag(h))
     values = jax.jit(jax.vmap(public))
     central = ((values(y + steps) - values(y - steps)) / (2 * h[:, None])).T
-    np.testing.assert_allclose(rule, central, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(rule / scale, central / scale, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, every_kind", [("four-bar", False), ("hybrid", True)])
+def test_baumgarte_residual_value_and_rule(name, every_kind):
+    """:func:`~jaxse3.linkage.baumgarte_residual` (seed 003 eqs. (48), (49) as a residual in (q̈, λ)) at the state off
+    the manifold with random multipliers: its value is [τ − ID + Aᵀλ; Aq̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B²] from the
+    linkage's public functions and vanishes at the (q̈_B, λ) of the forward dynamics (the four-bar); ``jax.jacfwd``
+    through its rule (counted; both blocks from one derivative pass) equals ``jax.jacfwd`` of the plain function and
+    central differences in (q, q̇, q̈, λ, u, T_B, p), p the model's parameters (their tangents by the rule's autodiff
+    path). On the hybrid chain with a closure of every kind. Bounds as the index-3 residual's."""
+    from jaxse3.linkage._closure import _baumgarte_plain
+
+    model, make = STATES[name]
+    closures, x = make()["inconsistent"]
+    if every_kind:
+        closures = ALL_KINDS
+    q, qd, qdd, u, T, _ = model.split(x)
+    nv = model.linkage.nv
+    n_c = sum(c.k for c in closures)
+    lam = jnp.asarray(np.random.default_rng(4).normal(size=n_c))
+    p = jnp.asarray([0.1, -0.2, 0.01])
+    y = jnp.concatenate([q, qd, qdd, lam, u, jnp.atleast_1d(T), p])
+    ends = np.cumsum([nv, nv, nv, n_c, model.linkage.n_inputs, 1])
+
+    def args(y):
+        q, qd, qdd, lam, u, T, p = jnp.split(y, ends)
+        linkage, cs = model.model(closures, p)
+        return linkage, cs, q, qd, qdd, lam, u, T[0]
+
+    def public(y):
+        return lk.baumgarte_residual(*args(y))
+
+    def plain(y):
+        linkage, cs, *rest = args(y)
+        return _baumgarte_plain(linkage, lk.check_closures(linkage, cs), *rest)
+
+    @jax.jit
+    def programs(y):
+        linkage, cs, q, qd, qdd, lam, u, T = args(y)
+        A = lk.closure_jacobian(linkage, cs, q)
+        r = lk.generalized_forces(linkage, q, qd, u) - lk.inverse_dynamics(linkage, q, qd, qdd) + A.T @ lam
+        c = A @ (qdd + (2 / T) * qd) + lk.closure_bias(linkage, cs, q, qd) + lk.closure_error(linkage, cs, q) / T**2
+        qdd_b, lam_b = lk.constrained_forward_dynamics(linkage, cs, q, qd, u, T)
+        at_b = lk.baumgarte_residual(linkage, cs, q, qd, qdd_b, lam_b, u, T)
+        return public(y), jnp.concatenate([r, c]), at_b, jax.jacfwd(public)(y), jax.jacfwd(plain)(y)
+
+    before = RULE_CALLS.copy()
+    R, want, at_b, rule, auto = programs(y)
+    assert (RULE_CALLS - before)["linkage.baumgarte_residual"] >= 1
+    np.testing.assert_allclose(R, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    if not every_kind:  # (the closures of every kind together remove more mobility than the chain has: no q̈_B)
+        np.testing.assert_allclose(at_b, 0.0, atol=1e-10 * np.abs(want).max())
+    scale = np.abs(auto).max(axis=1, keepdims=True)  # per row: the two blocks differ in scale by 1/T_B²
+    np.testing.assert_allclose(rule / scale, auto / scale, rtol=0, atol=1e-10)
+    h = 1e-6 * np.maximum(np.abs(np.asarray(y)), 1.0)
+    h[ends[4]] = 1e-4 * float(T)
+    steps = jnp.asarray(np.diag(h))
+    values = jax.jit(jax.vmap(public))
+    central = ((values(y + steps) - values(y - steps)) / (2 * h[:, None])).T
+    np.testing.assert_allclose(rule / scale, central / scale, rtol=0, atol=1e-6)
