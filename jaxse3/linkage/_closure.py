@@ -397,9 +397,19 @@ def _check_baumgarte_time(fname: str, baumgarte_time) -> Array:
     return T.astype(jnp.result_type(float, T))
 
 
-def _checked(fname: str, linkage: Linkage, closures, baumgarte_time, **state) -> tuple:
-    """The checked closures, state arrays (in the order given) and T_B of a dynamics function (at trace time)."""
+def _checked(fname: str, linkage: Linkage, closures, baumgarte_time, mobile: bool = True, **state) -> tuple:
+    """The checked closures, state arrays (in the order given) and T_B of a dynamics function (at trace time); with
+    ``mobile``, the closures must leave the linkage mobile (fewer rows than coordinates: the bordered solve needs
+    independent rows)."""
     closures = check_closures(linkage, closures)
+    n_c = sum(c.k for c in closures)
+    if mobile and n_c >= linkage.nv:
+        raise ValueError(
+            f"{fname}: the closures have {n_c} constraint rows for the linkage's {linkage.nv} coordinates: they remove "
+            "all mobility (a structure, not a mechanism), or some rows are dependent, which the bordered solve does "
+            "not support; choose closure kinds that constrain only independent directions (e.g. 'planar' for a loop "
+            "in a plane) or add joints"
+        )
     args = check_state(fname, linkage, **state)
     return closures, [args[k] for k in state], _check_baumgarte_time(fname, baumgarte_time)
 
@@ -929,7 +939,9 @@ def baumgarte_residual(
     autodiff.
     """
     fname = "baumgarte_residual"
-    closures, (q, qd, qdd, u), T = _checked(fname, linkage, closures, baumgarte_time, q=q, qd=qd, qdd=qdd, u=u)
+    closures, (q, qd, qdd, u), T = _checked(
+        fname, linkage, closures, baumgarte_time, mobile=False, q=q, qd=qd, qdd=qdd, u=u
+    )
     lam = _checked_multipliers(fname, closures, lam, q)
     T = T.astype(q.dtype)
     return (_baumgarte if covered(linkage) else _baumgarte_plain)(linkage, closures, q, qd, qdd, lam, u, T)

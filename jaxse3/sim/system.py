@@ -527,8 +527,17 @@ def linkage_system(
         )
     T = _checked_baumgarte_time(baumgarte_time)
     closures = _checked_closures(linkage, closures)
+    control = linkages.JointControl(linkage, prescribed) if prescribed else None
+    n_c, n_k = sum(c.k for c in closures), 0 if control is None else len(control.known)
+    if closures and (n_c >= linkage.nv or n_c + n_k > linkage.nv):
+        raise ValueError(
+            f"linkage_system: 'closures' have {n_c} constraint rows for the linkage's {linkage.nv} coordinates"
+            + (f" and {n_k} prescribed joint coordinates" if n_k else "")
+            + ": they remove all mobility (a structure, not a mechanism) or some rows are dependent, which the "
+            "solvers do not support; choose closure kinds that constrain only independent directions (e.g. "
+            "'planar' for a loop in a plane) or add joints"
+        )
     if closures and prescribed:
-        control = linkages.JointControl(linkage, prescribed)
         return System(
             ClosedChain(linkage, closures, T, control),
             _closed_controlled_forward_dynamics,
@@ -559,7 +568,6 @@ def linkage_system(
             energy=_nested_linkage_energy,
         )
     if prescribed:
-        control = linkages.JointControl(linkage, prescribed)
         return System(
             control,
             _controlled_forward_dynamics,

@@ -397,6 +397,23 @@ def test_without_closures_the_system_is_the_open_chain():
             ValueError,
             r"linkage_system: 'closures': Closure 'paw–world': link_a 'paw' is not a link",
         ),
+        (
+            lambda: sim.linkage_system(FOUR_BAR, closures=lk.Closure("rocker", None, "fixed")),
+            ValueError,
+            r"linkage_system: 'closures' have 6 constraint rows for the linkage's 3 coordinates: they remove all mob",
+        ),
+        (
+            lambda: sim.linkage_system(FOUR_BAR, prescribed=("crank", "coupler"), closures=PLANAR),
+            ValueError,
+            r"'closures' have 2 constraint rows for the linkage's 3 coordinates and 2 prescribed joint coordinates",
+        ),
+        (
+            lambda: lk.constrained_forward_dynamics(
+                FOUR_BAR, [PLANAR, lk.Closure("coupler", None, "planar", axis=(0.0, 0.0, 1.0))], *jnp.zeros((3, 3)), 0.1
+            ),
+            ValueError,
+            r"constrained_forward_dynamics: the closures have 4 constraint rows for the linkage's 3 coordinates",
+        ),
         (lambda: sim.linkage_system(FOUR_BAR, closures=PLANAR, baumgarte_time=0.0), ValueError, r"'baumgarte_time'"),
         (lambda: sim.linkage_system(FOUR_BAR, closures=PLANAR, baumgarte_time=-0.1), ValueError, r"'baumgarte_time'"),
         (lambda: sim.linkage_system(FOUR_BAR, closures=PLANAR, baumgarte_time=np.nan), ValueError, r"positive"),

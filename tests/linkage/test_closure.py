@@ -239,7 +239,7 @@ def test_error_jacobian_off_the_manifold(chain, seed):
 
 def test_closure_terms_of_the_derivative_pass_equal_autodiff_of_the_rows():
     """The closures' terms that the Baumgarte rules take from the frames of the tree's derivative pass at (q, q̇, q̈)
-    ((D70)–(D83) re-derived: A, ∂e/∂q, ∂(Aq̇)/∂q, Ȧ as a matrix, ∂(Aq̈ + Ȧq̇)/∂q) equal ``jax.jacfwd`` of the rows of
+    ((D70)–(D83) re-derived: e, A, ∂e/∂q, ∂(Aq̇)/∂q, Ȧ as a matrix, ∂(Aq̈ + Ȧq̇)/∂q) equal ``jax.jacfwd`` of the rows of
     one plain forward pass, for a closure of every kind at a random state; and the multipliers applied as point
     wrenches give ID − Aᵀλ. Ȧ needs the body Jacobian's whole rate Y^B − R^B − ad_η J: without the last term (the
     paper's J̇ = Y^B − R^B) it is off by O(1). Observed ≤ 4e−16 relative; bound 1e−12."""
@@ -257,6 +257,7 @@ def test_closure_terms_of_the_derivative_pass_equal_autodiff_of_the_rows():
         plain = lambda q: _rows("test", CHAIN, closures, q, qd)[1]
         dA = jax.jacfwd(lambda q: plain(q).A)(q)
         want = (
+            plain(q).e,
             plain(q).A,
             jax.jacfwd(lambda q: plain(q).e)(q),
             jax.jacfwd(lambda q: plain(q).A @ qd)(q),
