@@ -249,6 +249,12 @@ def _linkage_residual(linkage, q, qd, qdd, u):
     return linkages.generalized_forces(linkage, q, qd, u) - linkages.inverse_dynamics(linkage, q, qd, qdd)
 
 
+def _linkage_rest_residual(linkage, q, u):
+    """τ(q, 0, u) − ID(q, 0, 0): the index-3 residual at rest without closures, whose rule is the derivative pass at
+    rest (poses, Jacobians and composite wrenches only)."""
+    return linkages.index3_residual_at_rest(linkage, (), q, jnp.zeros(0, q.dtype), u)
+
+
 def _linkage_points(linkage, q):
     return linkages.forward_kinematics(linkage, q)[:, :3, 3]
 
@@ -586,6 +592,7 @@ def linkage_system(
         linkage.nv,
         linkage.n_inputs,
         _linkage_scale_loads,
+        rest_residual=_linkage_rest_residual,
         energy=_linkage_energy,
     )
 

@@ -70,17 +70,26 @@ def test_undamped_hybrid_linkage_conserves_energy():
 
 def test_energy_is_the_written_out_sum_and_its_gradient_the_force_at_rest():
     """``linkage.energy`` against the sum written above, its parts against their definitions, and the gradient of
-    elastic + gravitational against the residual at rest (the recursions' generalised forces) at random states."""
+    elastic + gravitational against the residual at rest (the recursions' generalised forces) at random states, and
+    its Hessian against the Jacobian of that residual (the rule of the derivative pass at rest) and of the general
+    residual at zero rates."""
     system = sim.linkage_system(PENDULUM)
-    assert system.energy is not None
+    assert system.energy is not None and system.rest_residual is not None
     potential = jax.jit(jax.grad(lambda q: (lambda e: e.elastic + e.gravitational)(lk.energy(PENDULUM, q, 0 * q))))
+    hessian = jax.jit(jax.jacfwd(potential))
+    zero_u = jnp.zeros(system.n_inputs)
+    stiffness = jax.jit(jax.jacfwd(lambda q: system.statics_residual(q, zero_u)))
+    general = jax.jit(jax.jacfwd(lambda q: system.residual(system.params, q, 0 * q, 0 * q, zero_u)))
     for seed in range(3):
         k = jax.random.split(jax.random.PRNGKey(seed), 2)
         q, qd = 0.5 * jax.random.normal(k[0], (PENDULUM.nq,)), jax.random.normal(k[1], (PENDULUM.nv,))
         e = lk.energy(PENDULUM, q, qd)
         np.testing.assert_allclose(e.total, _energy(PENDULUM, q, qd), rtol=1e-13)
         np.testing.assert_allclose(e.kinetic, 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd, rtol=1e-13)
-        np.testing.assert_allclose(potential(q), -system.statics_residual(q, jnp.zeros(system.n_inputs)), atol=1e-11)
+        np.testing.assert_allclose(potential(q), -system.statics_residual(q, zero_u), atol=1e-11)
+        H = hessian(q)
+        np.testing.assert_allclose(stiffness(q), -H, rtol=0, atol=1e-9 * np.abs(H).max())
+        np.testing.assert_allclose(stiffness(q), general(q), rtol=0, atol=1e-12 * np.abs(H).max())
         np.testing.assert_allclose(system.energy(system.params, q, qd).total, e.total, rtol=1e-15)
 
 
