@@ -884,18 +884,28 @@ def index3_residual_at_rest(
     return (_index3_rest if covered(linkage) else _index3_rest_plain)(linkage, closures, args["q"], lam, args["u"])
 
 
-def _baumgarte_plain(linkage, closures, q, qd, qdd, lam, u, T):
+def _baumgarte_parts(linkage, closures, q, qd, qdd, lam, u, T):
+    """(R, A, M) from one forward pass (the closures' rows, ID(q, q̇, 0) and M)."""
     s = point_states(linkage, q, qd)
     rows = _rows_of_states(linkage, closures, s)
     bias, M = dynamics_of_states(linkage, s)
     r = generalized_forces(linkage, q, qd, u) - bias - M @ qdd + rows.A.T @ lam
-    return jnp.concatenate([r, rows.A @ (qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2])
+    return jnp.concatenate([r, rows.A @ (qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2]), rows.A, M
+
+
+def _baumgarte_plain(linkage, closures, q, qd, qdd, lam, u, T):
+    return _baumgarte_parts(linkage, closures, q, qd, qdd, lam, u, T)[0]
 
 
 def _baumgarte_jvp(primals, tangents):
     linkage, closures, q, qd, qdd, lam, u, T = primals
     _, _, dq, dqd, dqdd, dlam, du, dT = tangents
     rest = jvp_of_rest(_baumgarte_plain, primals, tangents, analytic=(2, 3, 4, 5, 6, 7))
+    if all(is_zero(t) for t in (dq, dqd, du, dT)):  # along (q̈, λ) (and the parameters): R is affine in them
+        R, A, M = _baumgarte_parts(*primals)
+        n = M.shape[0]
+        dR = jnp.concatenate([accumulate(R[:n], [(-M, dqdd), (A.T, dlam)]), accumulate(R[n:], [(A, dqdd)])])
+        return R, dR if rest is None else dR + rest
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ with its derivatives and the closures' rows with theirs, from one derivative pass ((D68)–(D83))
     d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))

@@ -379,21 +379,19 @@ def _prescribed_equations(chain, x, q, qd, inputs):
     return jnp.concatenate([R.at[k].add(x[n + m :]), qdd[k] - qdd_k])
 
 
-def _prescribed_matrix(chain, q, inputs):
-    """∂R/∂x = [[−M, Aᵀ, E_kᵀ], [A, 0, 0], [E_k, 0, 0]], LU-factored."""
-    _, k, _ = _split(chain.control)
-    q = q.at[k].set(inputs[: len(k)])
-    M = linkages.mass_matrix(chain.linkage, q)
-    rows = jnp.concatenate([linkages.closure_jacobian(chain.linkage, chain.closures, q), jnp.eye(q.shape[0])[k]])
-    m = rows.shape[0]
-    return jax.scipy.linalg.lu_factor(jnp.block([[-M, rows.T], [rows, jnp.zeros((m, m), M.dtype)]]))
-
-
 def _prescribed_solve(chain, q, qd, inputs):
-    """(x, LU factors of ∂R/∂x): the solution x = −(∂R/∂x)⁻¹ R(0) of the affine equations."""
-    lu = _prescribed_matrix(chain, q, inputs)
+    """(x, LU factors of ∂R/∂x): the solution x = −(∂R/∂x)⁻¹ R(0) of the affine equations, R(0) and
+    ∂R/∂x = [[−M, Aᵀ, E_kᵀ], [A, 0, 0], [E_k, 0, 0]] from one forward pass (the residual's rule along x)."""
     n_x = q.shape[0] + sum(c.k for c in chain.closures) + len(chain.control.known)
-    return -jax.scipy.linalg.lu_solve(lu, _prescribed_equations(chain, jnp.zeros(n_x, q.dtype), q, qd, inputs)), lu
+    zero = jnp.zeros(n_x, q.dtype)
+
+    def equations(x):
+        R = _prescribed_equations(chain, x, q, qd, inputs)
+        return R, R
+
+    K, R0 = jax.jacfwd(equations, has_aux=True)(zero)
+    lu = jax.scipy.linalg.lu_factor(K)
+    return -jax.scipy.linalg.lu_solve(lu, R0), lu
 
 
 def _prescribed_solution_plain(chain, q, qd, inputs):

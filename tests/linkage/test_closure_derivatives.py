@@ -318,7 +318,8 @@ def test_baumgarte_residual_value_and_rule(name, every_kind):
     linkage's public functions and vanishes at the (q̈_B, λ) of the forward dynamics (the four-bar); ``jax.jacfwd``
     through its rule (counted; both blocks from one derivative pass) equals ``jax.jacfwd`` of the plain function and
     central differences in (q, q̇, q̈, λ, u, T_B, p), p the model's parameters (their tangents by the rule's autodiff
-    path). On the hybrid chain with a closure of every kind. Bounds as the index-3 residual's."""
+    path), and along (q̈, λ) alone (the rule's affine branch) autodiff's columns. On the hybrid chain with a closure
+    of every kind. Bounds as the index-3 residual's."""
     from jaxse3.linkage._closure import _baumgarte_plain
 
     model, make = STATES[name]
@@ -355,16 +356,20 @@ def test_baumgarte_residual_value_and_rule(name, every_kind):
         if not every_kind:  # (the closures of every kind remove more mobility than the chain has: no q̈_B)
             qdd_b, lam_b = lk.constrained_forward_dynamics(linkage, cs, q, qd, u, T)
             at_b = lk.baumgarte_residual(linkage, cs, q, qd, qdd_b, lam_b, u, T)
-        return public(y), jnp.concatenate([r, c]), at_b, jax.jacfwd(public)(y), jax.jacfwd(plain)(y)
+        # along (q̈, λ) alone: the rule's affine branch (one forward pass, no derivative pass)
+        x = jnp.concatenate([qdd, lam])
+        along_x = jax.jacfwd(lambda x: lk.baumgarte_residual(linkage, cs, q, qd, x[:nv], x[nv:], u, T))(x)
+        return public(y), jnp.concatenate([r, c]), at_b, jax.jacfwd(public)(y), jax.jacfwd(plain)(y), along_x
 
     before = RULE_CALLS.copy()
-    R, want, at_b, rule, auto = programs(y)
+    R, want, at_b, rule, auto, along_x = programs(y)
     assert (RULE_CALLS - before)["linkage.baumgarte_residual"] >= 1
     np.testing.assert_allclose(R, want, rtol=0, atol=1e-12 * np.abs(want).max())
     if at_b is not None:
         np.testing.assert_allclose(at_b, 0.0, atol=1e-10 * np.abs(want).max())
     scale = np.abs(auto).max(axis=1, keepdims=True)  # per row: the two blocks differ in scale by 1/T_B²
     np.testing.assert_allclose(rule / scale, auto / scale, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(along_x / scale, auto[:, 2 * nv : ends[3]] / scale, rtol=0, atol=1e-12)
     h = 1e-6 * np.maximum(np.abs(np.asarray(y)), 1.0)
     h[ends[4]] = 1e-4 * float(T)
     steps = jnp.asarray(np.diag(h))
