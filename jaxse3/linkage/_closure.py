@@ -505,12 +505,18 @@ def _linearised(linkage: Linkage, closures, q, qd, u, T, qdd=None) -> _Linearise
         )
         first = lambda tree: jax.tree.map(lambda x: x[0], tree)
         id_b, id_at, rows = first(both), jax.tree.map(lambda x: x[1], both), first(rows)
-    e = out.rows.e
-    # c = −Ȧq̇ − (2/T)Aq̇ − e/T²; Ȧq̇ is quadratic in q̇: ∂(Ȧq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ
-    h_q = rows.acc_q + (2.0 / T) * rows.Aqd_q + rows.de_dq / T**2
-    h_qd = (2.0 / T) * rows.A + rows.Aqd_q + rows.Adot
-    r2_T = (2.0 / T**2) * (rows.A @ qd) + (2.0 / T**3) * e
-    return _Linearised(out, tau, id_b, id_at, -h_q, -h_qd, r2_T)
+    # the right-hand side −Ȧq̇ − (2/T)Aq̇ − e/T² (at fixed q̈_B: A q̈_B's derivative is in the pass's acc_q)
+    c_q, c_qd, c_T = _stabilised_derivatives(rows, qd, T)
+    return _Linearised(out, tau, id_b, id_at, -c_q, -c_qd, -c_T)
+
+
+def _stabilised_derivatives(rows: _PassRows, qd: Array, T: Array) -> tuple[Array, Array, Array]:
+    """(∂/∂q, ∂/∂q̇, ∂/∂T_B) of the stabilised rows c = A q̈ + Ȧq̇ + (2/T_B)Aq̇ + e/T_B² at fixed q̈, from the rows of
+    a derivative pass at that q̈ (:func:`_closure_pass`); Ȧq̇ is quadratic in q̇: ∂(Ȧq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ."""
+    c_q = rows.acc_q + (2.0 / T) * rows.Aqd_q + rows.de_dq / T**2
+    c_qd = (2.0 / T) * rows.A + rows.Aqd_q + rows.Adot
+    c_T = -(2.0 / T**2) * (rows.A @ qd) - (2.0 / T**3) * rows.e
+    return c_q, c_qd, c_T
 
 
 def _rhs1(p: _Linearised, d: IDDerivatives) -> tuple[Array, Array, Array]:
@@ -912,9 +918,7 @@ def _baumgarte_jvp(primals, tangents):
     r = generalized_forces(linkage, q, qd, u) - d.tau
     c = rows.A @ (qdd + (2.0 / T) * qd) + rows.Adot @ qd + rows.e / T**2
     dr = accumulate(r, [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)])
-    c_q = rows.acc_q + (2.0 / T) * rows.Aqd_q + rows.de_dq / T**2  # Ȧq̇ is quadratic in q̇:
-    c_qd = (2.0 / T) * rows.A + rows.Aqd_q + rows.Adot  # ∂(Ȧq̇)/∂q̇ = ∂(Aq̇)/∂q + Ȧ
-    c_T = -(2.0 / T**2) * (rows.A @ qd) - (2.0 / T**3) * rows.e
+    c_q, c_qd, c_T = _stabilised_derivatives(rows, qd, T)
     dc = accumulate(c, [(c_q, dq), (c_qd, dqd), (rows.A, dqdd), (lambda t: c_T * t, dT)])
     out = jnp.concatenate([r, c])
     return out, jnp.concatenate([dr, dc]) if rest is None else jnp.concatenate([dr, dc]) + rest
