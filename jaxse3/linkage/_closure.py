@@ -688,12 +688,12 @@ def constrained_residual(
     return (_residual if covered(linkage) else _residual_plain)(linkage, closures, q, qd, qdd, u, T)
 
 
-def _index3_parts(linkage, closures, q, qd, qdd, lam, u):
-    """(r, A, M) from one forward pass (the closures' rows, ID(q, q̇, 0) and M)."""
+def _index3_parts(linkage, closures, q, qd, qdd, lam, u) -> tuple[Array, _Rows, Array]:
+    """(r, the closures' rows, M) from one forward pass (the closures' rows, ID(q, q̇, 0) and M)."""
     s = point_states(linkage, q, qd)
-    A = _rows_of_states(linkage, closures, s).A
+    rows = _rows_of_states(linkage, closures, s)
     bias, M = dynamics_of_states(linkage, s)
-    return generalized_forces(linkage, q, qd, u) - bias - M @ qdd + A.T @ lam, A, M
+    return generalized_forces(linkage, q, qd, u) - bias - M @ qdd + rows.A.T @ lam, rows, M
 
 
 def _index3_plain(linkage, closures, q, qd, qdd, lam, u):
@@ -794,8 +794,8 @@ def _index3_jvp(primals, tangents):
     _, _, dq, dqd, dqdd, dlam, du = tangents
     rest = jvp_of_rest(_index3_plain, primals, tangents, analytic=(2, 3, 4, 5, 6))
     if all(is_zero(t) for t in (dq, dqd, du)):  # along (q̈, λ) (and the parameters): dr = −M dq̈ + Aᵀ dλ
-        r, A, M = _index3_parts(linkage, closures, q, qd, qdd, lam, u)
-        return r, accumulate(r, [(-M, dqdd), (A.T, dlam)], rest)
+        r, rows, M = _index3_parts(linkage, closures, q, qd, qdd, lam, u)
+        return r, accumulate(r, [(-M, dqdd), (rows.A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ and its derivatives in one pass, the multipliers applied as point wrenches ((D68), (D69))
     d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))
@@ -891,11 +891,8 @@ def index3_residual_at_rest(
 
 
 def _baumgarte_parts(linkage, closures, q, qd, qdd, lam, u, T):
-    """(R, A, M) from one forward pass (the closures' rows, ID(q, q̇, 0) and M)."""
-    s = point_states(linkage, q, qd)
-    rows = _rows_of_states(linkage, closures, s)
-    bias, M = dynamics_of_states(linkage, s)
-    r = generalized_forces(linkage, q, qd, u) - bias - M @ qdd + rows.A.T @ lam
+    """(R, A, M): the index-3 residual's forward pass (:func:`_index3_parts`) and the stabilised rows."""
+    r, rows, M = _index3_parts(linkage, closures, q, qd, qdd, lam, u)
     return jnp.concatenate([r, rows.A @ (qdd + (2.0 / T) * qd) + rows.bias + rows.e / T**2]), rows.A, M
 
 
