@@ -318,8 +318,8 @@ def test_baumgarte_residual_value_and_rule(name, every_kind):
     linkage's public functions and vanishes at the (q̈_B, λ) of the forward dynamics (the four-bar); ``jax.jacfwd``
     through its rule (counted; both blocks from one derivative pass) equals ``jax.jacfwd`` of the plain function and
     central differences in (q, q̇, q̈, λ, u, T_B, p), p the model's parameters (their tangents by the rule's autodiff
-    path), and along (q̈, λ) alone (the rule's affine branch) autodiff's columns. On the hybrid chain with a closure
-    of every kind. Bounds as the index-3 residual's."""
+    path), and along (q̈, λ) alone (the rule's affine branch) autodiff's columns; at q = 0 too. On the hybrid chain
+    with a closure of every kind. Bounds as the index-3 residual's."""
     from jaxse3.linkage._closure import _baumgarte_plain
 
     model, make = STATES[name]
@@ -376,3 +376,8 @@ def test_baumgarte_residual_value_and_rule(name, every_kind):
     values = jax.jit(jax.vmap(public))
     central = ((values(y + steps) - values(y - steps)) / (2 * h[:, None])).T
     np.testing.assert_allclose(rule / scale, central / scale, rtol=0, atol=1e-6)
+    # at q = 0 (every joint at zero rotation, straight rods): finite and equal to autodiff (the same programs)
+    _, _, _, rule0, auto0, _ = programs(y.at[:nv].set(0.0))
+    assert np.all(np.isfinite(rule0))
+    scale0 = np.abs(auto0).max(axis=1, keepdims=True)
+    np.testing.assert_allclose(rule0 / scale0, auto0 / scale0, rtol=0, atol=1e-10)
