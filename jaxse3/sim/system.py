@@ -295,6 +295,16 @@ def _controlled_residual(control, q, qd, qdd, inputs):
     return jnp.zeros_like(r_u, shape=q.shape).at[u].set(r_u).at[k].set(r_k)
 
 
+def _controlled_rest_residual(control, q, inputs):
+    """:func:`_controlled_residual` at rest (q̇ = q̈ = 0, the prescribed rates and accelerations too): the linkage's
+    residual at rest (:func:`_linkage_rest_residual`, the derivative pass at rest) at q with the prescribed q_k(t) on
+    the unknown rows, q_k(t) − q_k on the prescribed ones."""
+    u, k, nk = _split(control)
+    q_full, _, _, u_linkage = control.full_state(q[u], jnp.zeros_like(q[u]), inputs)
+    r = _linkage_rest_residual(control.linkage, q_full, u_linkage)
+    return r.at[k].set(inputs[:nk] - q[k])
+
+
 def _controlled_points(control, q):
     return _linkage_points(control.linkage, q)
 
@@ -478,7 +488,8 @@ def linkage_system(
     q̈_k(t) + 2(q̇_k(t) − q̇_k) + (q_k(t) − q_k): the prescription's acceleration with a critically damped pull (time
     constant 1 s) that keeps the state's q_k, which only the outputs read, on the prescription. The residual of
     Newmark-β and statics is eq. (45a) on the unknown rows and the same tracking law on the prescribed ones (statics:
-    q_k(t) − q_k). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0), and the state follows the
+    q_k(t) − q_k, every rate zero — the prescribed rates and accelerations in the inputs are not read — by the
+    linkage's derivative pass at rest). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0), and the state follows the
     prescription exactly; from elsewhere it converges to it. The efforts the prescribed joints exert follow from a
     solution with :func:`jaxse3.linkage.controlled_efforts`.
 
@@ -580,6 +591,7 @@ def linkage_system(
             linkage.nv,
             control.n_inputs,
             _controlled_scale_loads,
+            rest_residual=_controlled_rest_residual,
             energy=_nested_linkage_energy,
         )
     return System(

@@ -102,6 +102,42 @@ def test_static_equilibrium_is_stationary_for_the_potential_energy():
     assert abs(float(sol.q[0])) < 0.2  # it hangs (nearly) down
 
 
+def test_statics_with_a_prescribed_joint_is_the_potential_gradient_at_the_prescribed_angle():
+    """The joint-controlled system's residual at rest (the linkage's derivative pass at rest, the joint's angle θ read
+    from the inputs) against the energy written out above: −∂V/∂q on the rod's rows with the joint at θ, θ − q_0 on the
+    joint's row, and its Jacobians in q and in θ the Hessian of V (autodiff of the written-out energy); the general
+    residual at zero rates agrees, and the inputs' rates and accelerations are not read at rest."""
+    system = sim.linkage_system(PENDULUM, prescribed=("link",))
+    assert system.rest_residual is not None
+
+    def expected(q, inputs):
+        grad = jax.grad(lambda q: _energy(PENDULUM, q, jnp.zeros_like(q)))(q.at[0].set(inputs[0]))
+        return (-grad).at[0].set(inputs[0] - q[0])
+
+    def general(q, inputs):
+        z = jnp.zeros_like(q)
+        return system.residual(system.params, q, z, z, inputs)
+
+    def with_jacobians(f):
+        return jax.jit(lambda q, inputs: (f(q, inputs), jax.jacfwd(f, argnums=(0, 1))(q, inputs)))
+
+    rest, want, zero_rates = (with_jacobians(f) for f in (system.statics_residual, expected, general))
+    for seed in range(3):
+        k = jax.random.split(jax.random.PRNGKey(seed), 2)
+        q = 0.5 * jax.random.normal(k[0], (PENDULUM.nq,))
+        inputs = jnp.array([0.7 * float(jax.random.normal(k[1], ())), 0.0, 0.0])
+        (r, (dq, du)), (r_want, (dq_want, du_want)) = rest(q, inputs), want(q, inputs)
+        scale = np.abs(dq_want).max()
+        np.testing.assert_allclose(r, r_want, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(dq, dq_want, rtol=0, atol=1e-9 * scale)
+        np.testing.assert_allclose(du[:, 0], du_want[:, 0], rtol=0, atol=1e-9 * scale)
+        r_g, (dq_g, du_g) = zero_rates(q, inputs)
+        np.testing.assert_allclose(r, r_g, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(dq, dq_g, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(du[:, 0], du_g[:, 0], rtol=0, atol=1e-12 * scale)
+        np.testing.assert_array_equal(rest(q, inputs.at[1:].set(jnp.array([2.0, -3.0])))[0], r)
+
+
 def test_a_joint_held_still_is_a_fixed_joint():
     """Prescribing the revolute joint at a constant angle gives the dynamics of the linkage whose joint is fixed
     there: equal accelerations of the rod's coordinates, and a zero one of the held joint, at random states."""
