@@ -798,7 +798,7 @@ def _index3_jvp(primals, tangents):
         return r, accumulate(r, [(-M, dqdd), (rows.A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ and its derivatives in one pass, the multipliers applied as point wrenches ((D68), (D69))
-    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))
+    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam), not closures)
     r = generalized_forces(linkage, q, qd, u) - d.tau
     terms = [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)]
     return r, accumulate(r, terms, rest)
@@ -818,7 +818,8 @@ def _index3_rest_jvp(primals, tangents):
     rest = jvp_of_rest(_index3_rest_plain, primals, tangents, analytic=(2, 3, 4))
     zero = jnp.zeros(linkage.nv, lam.dtype)
     tau_q, _, tau_u = generalized_forces_derivatives(linkage, q, zero, u)
-    d, rows = tree_derivatives_with_wrenches(linkage, q, None, None, _closure_pass(linkage, closures, lam))
+    applied = _closure_pass(linkage, closures, lam)
+    d, rows = tree_derivatives_with_wrenches(linkage, q, None, None, applied, not closures)
     r = generalized_forces(linkage, q, zero, u) - d.tau
     return r, accumulate(r, [(tau_q - d.dq, dq), (rows.A.T, dlam), (tau_u, du)], rest)
 
@@ -911,7 +912,7 @@ def _baumgarte_jvp(primals, tangents):
         return R, dR if rest is None else dR + rest
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ with its derivatives and the closures' rows with theirs, from one derivative pass ((D68)–(D83))
-    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam))
+    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam), not closures)
     r = generalized_forces(linkage, q, qd, u) - d.tau
     c = rows.A @ (qdd + (2.0 / T) * qd) + rows.Adot @ qd + rows.e / T**2
     dr = accumulate(r, [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)])

@@ -9,8 +9,11 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
 
 * **forward pass** (links parents first, each link's joints in order; :func:`_forward_link`): g, η, η̇, J = S^B and the
   transported sums R^B, Q^B, Y^B of the joint terms R_α (20b), Q_α (20c, without its gravity term: see below), Y_α
-  (26), all 6 × nv with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's
-  end frame moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3);
+  (26), with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's end frame
+  moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3). Each link carries only the
+  columns of its path from the root and of its subtree (:func:`_column_blocks`), where these matrices and the
+  backward sums can be nonzero: a flagellum of the flagellated robot 19 of its 80 (all nv when the closures' wrenches
+  enter, whose derivatives couple two branches);
 * **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
   in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
   −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
@@ -48,11 +51,13 @@ without these joints (:func:`covered`): JAX's tangents of a quaternion are coord
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
@@ -343,7 +348,7 @@ def tree_derivatives(
     :func:`~jaxse3.linkage.inverse_dynamics_derivatives` runs :mod:`jaxse3.rigid` on rigid-only ones). For spherical
     and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of
     :mod:`jaxse3.rigid`): nv columns."""
-    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None)[0]
+    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, blocks=True)[0]
 
 
 def tree_derivatives_with_wrenches(
@@ -352,6 +357,7 @@ def tree_derivatives_with_wrenches(
     qd: Float[Array, " nv"] | None,
     qdd: Float[Array, " nv"] | None,
     applied: Callable[[Callable[[int, int], Kinematics]], tuple[Sequence[PointWrench], Any]],
+    blocks: bool = False,
 ) -> tuple[IDDerivatives, Any]:
     """:func:`tree_derivatives` of ID − Σ J_kᵀ w_k with more wrenches w_k applied at points, which may depend on the
     forward pass: ``applied(frame)`` gets ``frame(link, point)``, the forward pass's :class:`Kinematics` (g, η, η̇,
@@ -361,8 +367,12 @@ def tree_derivatives_with_wrenches(
     E^S (56). A closed chain's multipliers are such wrenches (seed 003 §5.2, (D68), (D69)).
 
     ``qd = qdd = None``: at rest (q̇ = q̈ = 0), for statics: a pass of poses, Jacobians, 𝓕^C, P^S and E^S only (the
-    frames' η, η̇, R^B, Q^B, Y^B are None), returning ID(q, 0, 0) − Σ J_kᵀ w_k and its ∂/∂q (∂/∂q̇ and M None)."""
-    return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied)
+    frames' η, η̇, R^B, Q^B, Y^B are None), returning ID(q, 0, 0) − Σ J_kᵀ w_k and its ∂/∂q (∂/∂q̇ and M None).
+
+    ``blocks``: each link carries only the columns of its path and subtree (:func:`_column_blocks`), as
+    :func:`tree_derivatives` does; valid when no wrench's ∂w_k/∂q has a column outside its link's (no wrenches, or
+    wrenches without explicit derivative). Otherwise every link carries all nv columns."""
+    return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied, blocks)
 
 
 def _pass_index(link: Link, point: int) -> int:
@@ -371,9 +381,52 @@ def _pass_index(link: Link, point: int) -> int:
     return point % link.n_points + (0 if link.joint == "soft" else 1)
 
 
-def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDerivatives, Any]:
+def _runs(idx: np.ndarray) -> list[tuple[int, int, int]]:
+    """The runs of consecutive values of a sorted index array: (position in idx, first value, length)."""
+    breaks = [0, *(np.flatnonzero(np.diff(idx) != 1) + 1), idx.size]
+    return [(a, int(idx[a]), b - a) for a, b in itertools.pairwise(breaks) if b > a]
+
+
+def _take_columns(x: Array | None, idx: np.ndarray) -> Array | None:
+    """``x[..., idx]`` by static slices (a gather is slow on XLA:CPU); all columns: ``x`` itself."""
+    if x is None or idx.size == x.shape[-1]:
+        return x
+    return jnp.concatenate([x[..., v : v + n] for _, v, n in _runs(idx)], axis=-1)
+
+
+def _put_columns(x: Array | None, idx: np.ndarray, n: int) -> Array | None:
+    """The (…, n) matrix with ``x``'s columns at ``idx`` and zeros elsewhere, by concatenation (no scatter)."""
+    if x is None or idx.size == n:
+        return x
+    parts, end = [], 0
+    for a, v, m in _runs(idx):
+        parts += [jnp.zeros((*x.shape[:-1], v - end), x.dtype)] if v > end else []
+        parts.append(x[..., a : a + m])
+        end = v + m
+    parts += [jnp.zeros((*x.shape[:-1], n - end), x.dtype)] if n > end else []
+    return jnp.concatenate(parts, axis=-1)
+
+
+def _column_blocks(linkage: Linkage, dense: bool) -> list[np.ndarray]:
+    """The columns (coordinates) each link's pass carries: those of its path from the root and of its subtree, where
+    its J, R^B, Q^B, Y^B (the path's) and its backward sums (the subtree's, transported with the path's) can be
+    nonzero (rule 5, eq. (39)); every coordinate when ``dense``. A child's columns are a subset of its parent's."""
+    nv, n = linkage.nv, len(linkage.links)
+    if dense:
+        return [np.arange(nv) for _ in range(n)]
+    own = [set(range(linkage.v_slice(i).start, linkage.v_slice(i).stop)) for i in range(n)]
+    path, subtree = [set() for _ in range(n)], [set(c) for c in own]
+    for i, parent in enumerate(linkage.parents):  # parents first
+        path[i] = own[i] | (path[parent] if parent >= 0 else set())
+    for i in reversed(range(n)):  # children first
+        if linkage.parents[i] >= 0:
+            subtree[linkage.parents[i]] |= subtree[i]
+    return [np.asarray(sorted(path[i] | subtree[i]), dtype=int) for i in range(n)]
+
+
+def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, blocks: bool) -> tuple[IDDerivatives, Any]:
     """The pass of :func:`tree_derivatives_with_wrenches` (``applied`` None: no more wrenches); ``qd`` and ``qdd`` None:
-    at rest, without the velocity and acceleration terms."""
+    at rest, without the velocity and acceleration terms; ``blocks``: each link's columns only (else all nv)."""
     rest = qd is None
     args = check_state(fname, linkage, q=q, qd=qd, qdd=qdd)
     q = args["q"]
@@ -381,10 +434,18 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
     nv = linkage.nv
     qd, qdd = (jnp.zeros(nv, dtype), jnp.zeros(nv, dtype)) if rest else (args["qd"], args["qdd"])
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
-    zero = jnp.zeros((6, nv), dtype)
-    world = Kinematics(jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), zero, zero, zero, zero)
-    if rest:
-        world = Kinematics(world.g, None, None, zero, None, None, None)
+    cols = _column_blocks(linkage, dense=not blocks)
+    # a link's own columns among its carried ones (contiguous: its coordinates are, and all of them are carried)
+    own = [int(np.searchsorted(c, linkage.v_slice(i).start)) for i, c in enumerate(cols)]
+    # a child's carried columns among its parent's
+    within = [None if p < 0 else np.searchsorted(cols[p], cols[i]) for i, p in enumerate(linkage.parents)]
+
+    def world(n: int) -> Kinematics:
+        zero, z6 = jnp.zeros((6, n), dtype), jnp.zeros(6, dtype)
+        if rest:
+            return Kinematics(jnp.eye(4, dtype=dtype), None, None, zero, None, None, None)
+        return Kinematics(jnp.eye(4, dtype=dtype), z6, z6, zero, zero, zero, zero)
+
     forward = []
     rods = rod_joints(linkage, q, *((None, None) if rest else (qd, qdd)), derivatives=not rest)
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
@@ -392,9 +453,13 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
         jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs], rods.get(i))
         if rest:  # the joints' poses and motion subspaces only
             jt = jt._replace(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
-        base = world if parent < 0 else jax.tree.map(lambda a: a[-1], forward[parent][1])
+        if parent < 0:
+            base = world(cols[i].size)
+        else:
+            end = jax.tree.map(lambda a: a[-1], forward[parent][1])
+            base = end._replace(**{f: _take_columns(getattr(end, f), within[i]) for f in ("J", "RB", "QB", "YB")})
         place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
-        pts, terms = _forward_link(base.moved(place), jt, vs.start)
+        pts, terms = _forward_link(base.moved(place), jt, own[i])
         m, loads = point_inertias(linkage, i, dtype), point_loads(linkage, i, dtype)
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
@@ -402,31 +467,38 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied) -> tuple[IDDer
     aux = None
     if applied is not None:  # more point wrenches: 𝓕_k −= w_k, ∂𝓕_k/∂q −= ∂w_k/∂q (as the loads' in (16), (56))
 
-        def frame(i: int, point: int) -> Kinematics:
-            return jax.tree.map(lambda a: a[_pass_index(linkage.links[i], point)], forward[i][1])
+        def frame(i: int, point: int) -> Kinematics:  # with all nv columns
+            k = jax.tree.map(lambda a: a[_pass_index(linkage.links[i], point)], forward[i][1])
+            return k._replace(**{f: _put_columns(getattr(k, f), cols[i], nv) for f in ("J", "RB", "QB", "YB")})
 
         wrenches, aux = applied(frame)
         for w in wrenches:
             jt, pts, terms, p, place = forward[w.link]
             k = _pass_index(linkage.links[w.link], w.point)
-            p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-w.d_wrench))
+            dw = _take_columns(w.d_wrench, cols[w.link])
+            p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-dw))
             forward[w.link] = (jt, pts, terms, p, place)
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
-    ahead = [Sums.zero(nv, dtype, rest) for _ in linkage.links]
+    ahead = [Sums.zero(c.size, dtype, rest) for c in cols]
     wrenches = {}  # a rod's composite wrenches at its joints
     for i in reversed(range(len(linkage.links))):
         link, (jt, pts, terms, quantities, place) = linkage.links[i], forward[i]
         vs = linkage.v_slice(i)
-        sums, rows, wrenches[i] = _backward_link(
-            link, jt, pts, terms, quantities, ahead[i], q[linkage.q_slice(i)], vs.start
-        )
+        qi = q[linkage.q_slice(i)]
+        sums, rows, wrenches[i] = _backward_link(link, jt, pts, terms, quantities, ahead[i], qi, own[i])
         parent = linkage.parents[i]
         if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
             p0 = jax.tree.map(lambda a: a[0], quantities)
             add = lambda a, b: None if a is None else a + b
             at_joint = sums._replace(FC=sums.FC + p0.F, MC=add(sums.MC, p0.M), NC=add(sums.NC, p0.N), E=sums.E + p0.dF)
-            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], at_joint.moved(place))
-        tau, Mm, dq, dqd = (X if r is None else X.at[vs].set(r) for X, r in zip((tau, Mm, dq, dqd), rows))
+            moved = at_joint.moved(place)
+            widen = lambda x: _put_columns(x, within[i], cols[parent].size)  # the child's columns into the parent's
+            moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
+            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
+        tau = tau.at[vs].set(rows[0])
+        Mm, dq, dqd = (
+            X if r is None else X.at[vs].set(_put_columns(r, cols[i], nv)) for X, r in zip((Mm, dq, dqd), rows[1:])
+        )
     C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
         dq = dq.at[linkage.v_slice(i), linkage.v_slice(i)].add(local)
