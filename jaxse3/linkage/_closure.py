@@ -495,14 +495,11 @@ def _linearised(linkage: Linkage, closures, q, qd, u, T, qdd=None) -> _Linearise
     out = _bordered(linkage, closures, q, qd, u, T)
     tau = generalized_forces_derivatives(linkage, q, qd, u)
     T = T.astype(out.qdd.dtype)
-    applied = _closure_pass(linkage, closures, out.lam)
     if qdd is None:
-        id_b, rows = tree_derivatives_with_wrenches(linkage, q, qd, out.qdd, applied)
+        id_b, rows = _closed_pass(linkage, closures, q, qd, out.qdd, out.lam)
         id_at = None
     else:
-        both, rows = jax.vmap(lambda a: tree_derivatives_with_wrenches(linkage, q, qd, a, applied))(
-            jnp.stack([out.qdd, qdd])
-        )
+        both, rows = jax.vmap(lambda a: _closed_pass(linkage, closures, q, qd, a, out.lam))(jnp.stack([out.qdd, qdd]))
         first = lambda tree: jax.tree.map(lambda x: x[0], tree)
         id_b, id_at, rows = first(both), jax.tree.map(lambda x: x[1], both), first(rows)
     # the right-hand side −Ȧq̇ − (2/T)Aq̇ − e/T² (at fixed q̈_B: A q̈_B's derivative is in the pass's acc_q)
@@ -712,6 +709,16 @@ class _PassRows(NamedTuple):
     acc_q: Float[Array, "n_c nv"]  # ∂(Aq̈ + Ȧq̇)/∂q at fixed (q̇, q̈)
 
 
+def _closed_pass(linkage: Linkage, closures, q, qd, qdd, lam) -> tuple[IDDerivatives, _PassRows]:
+    """ID − Aᵀλ with its derivatives and the closures' rows with theirs, from one derivative pass of the tree with the
+    multipliers applied as point wrenches (:func:`_closure_pass`); ``qd = qdd = None``: the pass at rest. Each link
+    carries the columns of its path and subtree and, where a closure's frame A lies in its subtree, those of frame B's
+    path: w_A turns with g_BA, so ∂w_A/∂q reaches into both branches ((D68); w_B is constant)."""
+    index = lambda name: None if name is None else linkage.index(name)
+    couplings = tuple((linkage.index(c.link_a), index(c.link_b)) for c in closures)
+    return tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam), couplings)
+
+
 def _closure_pass(linkage: Linkage, closures, lam: Array):
     """The ``applied`` of :func:`~jaxse3.linkage._derivatives.tree_derivatives_with_wrenches` for a closed chain: the
     multipliers as point wrenches, and the closures' rows with their q-derivatives from the pass's frames
@@ -798,7 +805,7 @@ def _index3_jvp(primals, tangents):
         return r, accumulate(r, [(-M, dqdd), (rows.A.T, dlam)], rest)
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ and its derivatives in one pass, the multipliers applied as point wrenches ((D68), (D69))
-    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam), not closures)
+    d, rows = _closed_pass(linkage, closures, q, qd, qdd, lam)
     r = generalized_forces(linkage, q, qd, u) - d.tau
     terms = [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)]
     return r, accumulate(r, terms, rest)
@@ -818,8 +825,7 @@ def _index3_rest_jvp(primals, tangents):
     rest = jvp_of_rest(_index3_rest_plain, primals, tangents, analytic=(2, 3, 4))
     zero = jnp.zeros(linkage.nv, lam.dtype)
     tau_q, _, tau_u = generalized_forces_derivatives(linkage, q, zero, u)
-    applied = _closure_pass(linkage, closures, lam)
-    d, rows = tree_derivatives_with_wrenches(linkage, q, None, None, applied, not closures)
+    d, rows = _closed_pass(linkage, closures, q, None, None, lam)
     r = generalized_forces(linkage, q, zero, u) - d.tau
     return r, accumulate(r, [(tau_q - d.dq, dq), (rows.A.T, dlam), (tau_u, du)], rest)
 
@@ -912,7 +918,7 @@ def _baumgarte_jvp(primals, tangents):
         return R, dR if rest is None else dR + rest
     tau_q, tau_qd, tau_u = generalized_forces_derivatives(linkage, q, qd, u)
     # ID − Aᵀλ with its derivatives and the closures' rows with theirs, from one derivative pass ((D68)–(D83))
-    d, rows = tree_derivatives_with_wrenches(linkage, q, qd, qdd, _closure_pass(linkage, closures, lam), not closures)
+    d, rows = _closed_pass(linkage, closures, q, qd, qdd, lam)
     r = generalized_forces(linkage, q, qd, u) - d.tau
     c = rows.A @ (qdd + (2.0 / T) * qd) + rows.Adot @ qd + rows.e / T**2
     dr = accumulate(r, [(tau_q - d.dq, dq), (tau_qd - d.dqd, dqd), (-d.M, dqdd), (rows.A.T, dlam), (tau_u, du)])

@@ -348,7 +348,7 @@ def tree_derivatives(
     :func:`~jaxse3.linkage.inverse_dynamics_derivatives` runs :mod:`jaxse3.rigid` on rigid-only ones). For spherical
     and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of
     :mod:`jaxse3.rigid`): nv columns."""
-    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, blocks=True)[0]
+    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, couplings=())[0]
 
 
 def tree_derivatives_with_wrenches(
@@ -357,7 +357,7 @@ def tree_derivatives_with_wrenches(
     qd: Float[Array, " nv"] | None,
     qdd: Float[Array, " nv"] | None,
     applied: Callable[[Callable[[int, int], Kinematics]], tuple[Sequence[PointWrench], Any]],
-    blocks: bool = False,
+    couplings: Sequence[tuple[int, int | None]] | None = None,
 ) -> tuple[IDDerivatives, Any]:
     """:func:`tree_derivatives` of ID − Σ J_kᵀ w_k with more wrenches w_k applied at points, which may depend on the
     forward pass: ``applied(frame)`` gets ``frame(link, point)``, the forward pass's :class:`Kinematics` (g, η, η̇,
@@ -369,10 +369,12 @@ def tree_derivatives_with_wrenches(
     ``qd = qdd = None``: at rest (q̇ = q̈ = 0), for statics: a pass of poses, Jacobians, 𝓕^C, P^S and E^S only (the
     frames' η, η̇, R^B, Q^B, Y^B are None), returning ID(q, 0, 0) − Σ J_kᵀ w_k and its ∂/∂q (∂/∂q̇ and M None).
 
-    ``blocks``: each link carries only the columns of its path and subtree (:func:`_column_blocks`), as
-    :func:`tree_derivatives` does; valid when no wrench's ∂w_k/∂q has a column outside its link's (no wrenches, or
-    wrenches without explicit derivative). Otherwise every link carries all nv columns."""
-    return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied, blocks)
+    ``couplings``: pairs (a, b) of links such that a wrench at a point of link a has an explicit ∂w/∂q in the
+    columns of b's path from the root (a closure's frames A and B, (D68); b None: the world), and no other wrench
+    has one outside its own link's columns. Each link then carries only the columns of its path, its subtree and the
+    couplings within its subtree (:func:`_column_blocks`), as :func:`tree_derivatives` does; None: every link carries
+    all nv columns."""
+    return _tree_pass("tree_derivatives_with_wrenches", linkage, q, qd, qdd, applied, couplings)
 
 
 def _pass_index(link: Link, point: int) -> int:
@@ -407,26 +409,32 @@ def _put_columns(x: Array | None, idx: np.ndarray, n: int) -> Array | None:
     return jnp.concatenate(parts, axis=-1)
 
 
-def _column_blocks(linkage: Linkage, dense: bool) -> list[np.ndarray]:
+def _column_blocks(linkage: Linkage, couplings: Sequence[tuple[int, int | None]] | None) -> list[np.ndarray]:
     """The columns (coordinates) each link's pass carries: those of its path from the root and of its subtree, where
     its J, R^B, Q^B, Y^B (the path's) and its backward sums (the subtree's, transported with the path's) can be
-    nonzero (rule 5, eq. (39)); every coordinate when ``dense``. A child's columns are a subset of its parent's."""
+    nonzero (rule 5, eq. (39)), and for each coupling (a, b) with a in its subtree the columns of b's path, which the
+    explicit derivative of a wrench at a brings into the sums E^S (:func:`tree_derivatives_with_wrenches`); every
+    coordinate when ``couplings`` is None. A child's columns are a subset of its parent's."""
     nv, n = linkage.nv, len(linkage.links)
-    if dense:
+    if couplings is None:
         return [np.arange(nv) for _ in range(n)]
     own = [set(range(linkage.v_slice(i).start, linkage.v_slice(i).stop)) for i in range(n)]
-    path, subtree = [set() for _ in range(n)], [set(c) for c in own]
+    path = [set() for _ in range(n)]
     for i, parent in enumerate(linkage.parents):  # parents first
         path[i] = own[i] | (path[parent] if parent >= 0 else set())
-    for i in reversed(range(n)):  # children first
-        if linkage.parents[i] >= 0:
-            subtree[linkage.parents[i]] |= subtree[i]
-    return [np.asarray(sorted(path[i] | subtree[i]), dtype=int) for i in range(n)]
+    carried = [set(p) for p in path]
+    for a, b in couplings:
+        carried[a] |= set() if b is None else path[b]
+    for i in reversed(range(n)):  # children first: a subtree's columns and couplings into its parent's
+        parent = linkage.parents[i]
+        if parent >= 0:
+            carried[parent] |= carried[i]
+    return [np.asarray(sorted(c), dtype=int) for c in carried]
 
 
-def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, blocks: bool) -> tuple[IDDerivatives, Any]:
+def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> tuple[IDDerivatives, Any]:
     """The pass of :func:`tree_derivatives_with_wrenches` (``applied`` None: no more wrenches); ``qd`` and ``qdd`` None:
-    at rest, without the velocity and acceleration terms; ``blocks``: each link's columns only (else all nv)."""
+    at rest, without the velocity and acceleration terms; ``couplings``: as there (None: all nv columns)."""
     rest = qd is None
     args = check_state(fname, linkage, q=q, qd=qd, qdd=qdd)
     q = args["q"]
@@ -434,7 +442,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, blocks: bool) 
     nv = linkage.nv
     qd, qdd = (jnp.zeros(nv, dtype), jnp.zeros(nv, dtype)) if rest else (args["qd"], args["qdd"])
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
-    cols = _column_blocks(linkage, dense=not blocks)
+    cols = _column_blocks(linkage, couplings)
     # a link's own columns among its carried ones (contiguous: its coordinates are, and all of them are carried)
     own = [int(np.searchsorted(c, linkage.v_slice(i).start)) for i, c in enumerate(cols)]
     # a child's carried columns among its parent's
