@@ -12,8 +12,8 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   (26), with a link's columns placed at its coordinates (rule 5, eq. (39)); a link starts from its parent's end frame
   moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3). Each link carries only the
   columns of its path from the root and of its subtree (:func:`_column_blocks`), where these matrices and the
-  backward sums can be nonzero: a flagellum of the flagellated robot 19 of its 80 (all nv when the closures' wrenches
-  enter, whose derivatives couple two branches);
+  backward sums can be nonzero (a flagellum of the flagellated robot 19 of its 80), and where a closure's frame A lies
+  in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in;
 * **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
   in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
   −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
