@@ -489,9 +489,9 @@ def linkage_system(
     constant 1 s) that keeps the state's q_k, which only the outputs read, on the prescription. The residual of
     Newmark-β and statics is eq. (45a) on the unknown rows and the same tracking law on the prescribed ones (statics:
     q_k(t) − q_k, every rate zero — the prescribed rates and accelerations in the inputs are not read — by the
-    linkage's derivative pass at rest). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0), and the state follows the
-    prescription exactly; from elsewhere it converges to it. The efforts the prescribed joints exert follow from a
-    solution with :func:`jaxse3.linkage.controlled_efforts`.
+    linkage's derivative pass at rest). Start from ``q0``, ``q̇0`` whose prescribed entries are q_k(0), q̇_k(0), and
+    the state follows the prescription exactly; from elsewhere it converges to it. The efforts the prescribed joints
+    exert follow from a solution with :func:`jaxse3.linkage.controlled_efforts`.
 
     Derivatives run the linkage's analytical rules (seed 003 eqs. (7), (9), (21), (27), (39)–(42), (44)). As for
     :func:`rigid_system`, every joint must have as many coordinates as velocities: spherical and free joints in unit

@@ -303,6 +303,21 @@ def test_rigid_and_rod_derivatives_equal_their_packages():
         np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12 * np.abs(want).max())
 
 
+def test_each_link_of_the_derivative_pass_carries_its_path_and_subtree_columns():
+    """The columns of the derivative pass (where J, R^B, Q^B, Y^B and the backward sums can be nonzero, rule 5):
+    shoulder 0, elbow 1, arm 2–7, finger 8, branch 9–12; a closure coupling (a wrench at the finger whose derivative
+    reaches the branch's path) adds the branch's columns along the finger's path. The derivative tests above check the
+    values; this one that the blocks are used at all."""
+    from jaxse3.linkage._derivatives import _column_blocks
+
+    want = [range(13), range(9), range(9), range(9), range(9), [0, 9, 10, 11, 12]]
+    assert [list(c) for c in _column_blocks(HYBRID, ())] == [list(w) for w in want]
+    coupled = [range(13), range(13), range(13), range(13), range(13), [0, 9, 10, 11, 12]]
+    assert [list(c) for c in _column_blocks(HYBRID, ((4, 5),))] == [list(w) for w in coupled]
+    assert [list(c) for c in _column_blocks(HYBRID, ((4, None),))] == [list(w) for w in want]
+    assert all(list(c) == list(range(13)) for c in _column_blocks(HYBRID, None))
+
+
 def test_hybrid_forward_dynamics_jacobians_match_central_differences():
     """∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u (eqs. (7), (9)) against central differences of the forward dynamics, and jax.jacfwd of
     the public FD runs them."""
