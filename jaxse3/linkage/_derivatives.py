@@ -13,7 +13,9 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3). Each link carries only the
   columns of its path from the root and of its subtree (:func:`_column_blocks`), where these matrices and the
   backward sums can be nonzero (a flagellum of the flagellated robot 19 of its 80), and where a closure's frame A lies
-  in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in;
+  in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in. Links at one depth whose
+  columns, joints, inertias and loads have equal shapes run side by side, one ``vmap`` in each pass
+  (:func:`_equal_links`: the six flagella, their hooks, the two shafts), so their passes are traced and compiled once;
 * **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
   in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
   −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
@@ -51,6 +53,7 @@ without these joints (:func:`covered`): JAX's tangents of a quaternion are coord
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -409,6 +412,33 @@ def _put_columns(x: Array | None, idx: np.ndarray, n: int) -> Array | None:
     return jnp.concatenate(parts, axis=-1)
 
 
+#: the forward pass's matrices over the columns a link carries
+_CARRIED = ("J", "RB", "QB", "YB")
+
+
+def _equal_links(linkage: Linkage, cols: list[np.ndarray], own: list[int], prep: list) -> list[list[int]]:
+    """The links in groups whose passes run side by side (:func:`_side_by_side`), groups in order of depth: links at
+    one depth with equal carried columns, own columns at one place among them, and joints, placement, inertias and
+    loads of equal shapes (the six flagella of the flagellated robot, the three pillars of the parallel robot). A
+    joint with a chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
+    depth, groups = [], {}
+    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+        depth.append(0 if parent < 0 else depth[parent] + 1)
+        leaves, tree = jax.tree.flatten(prep[i])
+        key = (depth[i], cols[i].size, own[i], tree, tuple((a.shape, a.dtype) for a in leaves))
+        groups.setdefault((depth[i], i) if link.exponential or link.quaternion else key, []).append(i)
+    return sorted(groups.values(), key=lambda g: (depth[g[0]], g[0]))
+
+
+def _side_by_side(fn: Callable, args: list[tuple]) -> list:
+    """``[fn(*a) for a in args]``, for several members by one ``jax.vmap`` over their stacked arguments (traced and
+    compiled once)."""
+    if len(args) == 1:
+        return [fn(*args[0])]
+    out = jax.vmap(fn)(*jax.tree.map(lambda *x: jnp.stack(x), *args))
+    return [jax.tree.map(lambda a, k=k: a[k], out) for k in range(len(args))]
+
+
 def _column_blocks(linkage: Linkage, couplings: Sequence[tuple[int, int | None]] | None) -> list[np.ndarray]:
     """The columns (coordinates) each link's pass carries: those of its path from the root and of its subtree, where
     its J, R^B, Q^B, Y^B (the path's) and its backward sums (the subtree's, transported with the path's) can be
@@ -454,30 +484,43 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
             return Kinematics(jnp.eye(4, dtype=dtype), None, None, zero, None, None, None)
         return Kinematics(jnp.eye(4, dtype=dtype), z6, z6, zero, zero, zero, zero)
 
-    forward = []
     rods = rod_joints(linkage, q, *((None, None) if rest else (qd, qdd)), derivatives=not rest)
-    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+    prep = []  # per link: its joints, placement, and its points' inertias and loads
+    for i, link in enumerate(linkage.links):
         qs, vs = linkage.q_slice(i), linkage.v_slice(i)
         jt, X = _link_joints(link, q[qs], qd[vs], qdd[vs], rods.get(i))
         if rest:  # the joints' poses and motion subspaces only
             jt = jt._replace(S_qd=None, S_acc=None, Sd=None, dS_qd=None, dS_qdd=None, dSd_qd=None)
-        if parent < 0:
-            base = world(cols[i].size)
-        else:
-            end = jax.tree.map(lambda a: a[-1], forward[parent][1])
-            base = end._replace(**{f: _take_columns(getattr(end, f), within[i]) for f in ("J", "RB", "QB", "YB")})
         place = link.placement.astype(dtype) if X is None else link.placement.astype(dtype) @ X
-        pts, terms = _forward_link(base.moved(place), jt, own[i])
         m, loads = point_inertias(linkage, i, dtype), point_loads(linkage, i, dtype)
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
-        forward.append((jt, pts, terms, _point_quantities(linkage, m, pts, grav, loads), place))
+        prep.append((jt, place, m, loads))
+    groups = _equal_links(linkage, cols, own, prep)
+
+    def forward_link(start, base, jt, place, m, loads):
+        pts, terms = _forward_link(base.moved(place), jt, start)
+        return pts, terms, _point_quantities(linkage, m, pts, grav, loads)
+
+    forward = [None] * len(linkage.links)
+    for g in groups:
+        bases = []
+        for i in g:
+            parent = linkage.parents[i]
+            if parent < 0:
+                bases.append(world(cols[i].size))
+            else:
+                end = jax.tree.map(lambda a: a[-1], forward[parent][1])
+                bases.append(end._replace(**{f: _take_columns(getattr(end, f), within[i]) for f in _CARRIED}))
+        outs = _side_by_side(functools.partial(forward_link, own[g[0]]), [(b, *prep[i]) for b, i in zip(bases, g)])
+        for i, (pts, terms, quantities) in zip(g, outs):
+            forward[i] = (prep[i][0], pts, terms, quantities, prep[i][1])
     aux = None
     if applied is not None:  # more point wrenches: 𝓕_k −= w_k, ∂𝓕_k/∂q −= ∂w_k/∂q (as the loads' in (16), (56))
 
         def frame(i: int, point: int) -> Kinematics:  # with all nv columns
             k = jax.tree.map(lambda a: a[_pass_index(linkage.links[i], point)], forward[i][1])
-            return k._replace(**{f: _put_columns(getattr(k, f), cols[i], nv) for f in ("J", "RB", "QB", "YB")})
+            return k._replace(**{f: _put_columns(getattr(k, f), cols[i], nv) for f in _CARRIED})
 
         wrenches, aux = applied(frame)
         for w in wrenches:
@@ -489,24 +532,27 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
     ahead = [Sums.zero(c.size, dtype, rest) for c in cols]
     wrenches = {}  # a rod's composite wrenches at its joints
-    for i in reversed(range(len(linkage.links))):
-        link, (jt, pts, terms, quantities, place) = linkage.links[i], forward[i]
-        vs = linkage.v_slice(i)
-        qi = q[linkage.q_slice(i)]
-        sums, rows, wrenches[i] = _backward_link(link, jt, pts, terms, quantities, ahead[i], qi, own[i])
-        parent = linkage.parents[i]
-        if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
-            p0 = jax.tree.map(lambda a: a[0], quantities)
-            add = lambda a, b: None if a is None else a + b
-            at_joint = sums._replace(FC=sums.FC + p0.F, MC=add(sums.MC, p0.M), NC=add(sums.NC, p0.N), E=sums.E + p0.dF)
-            moved = at_joint.moved(place)
-            widen = lambda x: _put_columns(x, within[i], cols[parent].size)  # the child's columns into the parent's
-            moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
-            ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
-        tau = tau.at[vs].set(rows[0])
-        Mm, dq, dqd = (
-            X if r is None else X.at[vs].set(_put_columns(r, cols[i], nv)) for X, r in zip((Mm, dq, dqd), rows[1:])
-        )
+    for g in reversed(groups):  # children first
+        backward_link = functools.partial(_backward_link, linkage.links[g[0]])  # (its chart: links of one alone)
+        args = [(*forward[i][:4], ahead[i], q[linkage.q_slice(i)]) for i in g]
+        outs = _side_by_side(lambda *a: backward_link(*a, own[g[0]]), args)
+        for i, (sums, rows, composite) in zip(g, outs):
+            wrenches[i] = composite
+            quantities, place, vs, parent = forward[i][3], forward[i][4], linkage.v_slice(i), linkage.parents[i]
+            if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
+                p0 = jax.tree.map(lambda a: a[0], quantities)
+                add = lambda a, b: None if a is None else a + b
+                at_joint = sums._replace(
+                    FC=sums.FC + p0.F, MC=add(sums.MC, p0.M), NC=add(sums.NC, p0.N), E=sums.E + p0.dF
+                )
+                moved = at_joint.moved(place)
+                widen = lambda x: _put_columns(x, within[i], cols[parent].size)  # the child's columns, parent's
+                moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
+                ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
+            tau = tau.at[vs].set(rows[0])
+            Mm, dq, dqd = (
+                X if r is None else X.at[vs].set(_put_columns(r, cols[i], nv)) for X, r in zip((Mm, dq, dqd), rows[1:])
+            )
     C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
         dq = dq.at[linkage.v_slice(i), linkage.v_slice(i)].add(local)
