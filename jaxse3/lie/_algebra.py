@@ -8,11 +8,15 @@ All functions here act on single (unbatched) vectors; batching is done by :func:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax.numpy as jnp
 import numpy as np
+
+from jaxse3.lie import _entries
+from jaxse3.lie._entries import Entries
 
 #: the generators E₁, E₂, E₃ of so(3) (Eₖ = ẽₖ, the skew matrix of the k-th unit vector)
 _GENERATORS = np.array(
@@ -110,9 +114,9 @@ class AdForm:
     __rmul__ = __mul__
 
 
-def dense(m: AdForm | jnp.ndarray) -> jnp.ndarray:
-    """``m`` as a dense array (an :class:`AdForm` expanded, anything else unchanged)."""
-    return m.dense() if isinstance(m, AdForm) else m
+def dense(m: AdForm | Entries | jnp.ndarray) -> jnp.ndarray:
+    """``m`` as a dense array (an :class:`AdForm` or :class:`Entries` expanded, anything else unchanged)."""
+    return m.dense() if isinstance(m, (AdForm, Entries)) else m
 
 
 def _ad6_form(X: jnp.ndarray) -> AdForm:
@@ -163,3 +167,25 @@ SE3 = Algebra(
     rot_projector=lambda X: jnp.diag(jnp.array([1, 1, 1, 0, 0, 0], dtype=X.dtype)),
     ad_form=_ad6_form,
 )
+
+
+def _ad3_entries(x) -> Entries:
+    return Entries(_entries.skew(x), x.dtype)
+
+
+def _ad6_entries(X) -> Entries:
+    xt, yt = _entries.skew(X[:3]), _entries.skew(X[3:])
+    return Entries(_entries.blocks(xt, _entries.ZERO3, yt, xt), X.dtype)
+
+
+def _adbar6_entries(U) -> Entries:
+    ut, vt = _entries.skew(U[:3]), _entries.skew(U[3:])
+    return Entries(_entries.blocks(ut, vt, vt, _entries.ZERO3), U.dtype)
+
+
+#: The same algebras with ad and adbar held entry by entry (:mod:`jaxse3.lie._entries`): the recursions of
+#: :mod:`jaxse3.lie.adpoly` run unchanged on them as written-out scalar arithmetic.
+ENTRIES = {
+    "so3": dataclasses.replace(SO3, ad=_ad3_entries, adbar=_ad3_entries, ad_form=_ad3_entries),
+    "se3": dataclasses.replace(SE3, ad=_ad6_entries, adbar=_adbar6_entries, ad_form=_ad6_entries),
+}

@@ -46,6 +46,7 @@ def _nz(c: Scalar) -> bool:
 
 
 def _outer(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    a, b = dense(a), dense(b)
     return a[:, None] * b[None, :]
 
 
@@ -263,7 +264,7 @@ def hessian(alg: Algebra, X: jnp.ndarray, Q: jnp.ndarray, Z: jnp.ndarray, p: Pol
     A = alg.ad_form(X)
     x0 = alg.rot(X)
     Zs, Js = _jac_parts(alg, A, Z, n, transpose=False)
-    qz = [jnp.dot(Q, z) for z in Zs]
+    qz = [Q @ z for z in Zs]
     s_bar = s_brev = None
     jbar = None
     for i in range(1, n):
