@@ -54,7 +54,7 @@ class Entries:
 
     __slots__ = ("dtype", "e")
 
-    def __init__(self, e: tuple, dtype):
+    def __init__(self, e: tuple, dtype: jnp.dtype):
         self.e, self.dtype = e, dtype
 
     @classmethod
@@ -138,7 +138,7 @@ def _dot(a: Sequence[Entry], b: Sequence[Entry]) -> Entry:
     return _sum([_mul(x, y) for x, y in zip(a, b)])
 
 
-def skew(x) -> tuple:
+def skew(x: jnp.ndarray | Entries) -> tuple:
     """The rows of x̃ from the three entries x[0], x[1], x[2] (x an array or an :class:`Entries` vector)."""
     x0, x1, x2 = x[0], x[1], x[2]
     return ((0.0, _neg(x2), x1), (x2, 0.0, _neg(x0)), (_neg(x1), x0, 0.0))
