@@ -166,7 +166,7 @@ def make_family(alg: Algebra, family: str) -> SimpleNamespace:
         return adpoly.hessian(alg, X, Q, Z, poly(X, 2))
 
     def _hessian_jvp(primals, tangents):  # third order: autodiff of the block form, a program a third the size
-        return hessian(*primals), jax.jvp(hessian_blocks, primals, tangents)[1]
+        return jax.jvp(hessian_blocks, primals, tangents)  # its primal too, rather than a second one written out
 
     hessian = custom_rule(
         tag + ".hessian",
