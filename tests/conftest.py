@@ -2,9 +2,11 @@
 
 Two process-wide measures keep a long test run healthy:
 
-* The in-process tests run without jaxse3's persistent compilation cache (``JAXSE3_CACHE=0`` unless the caller sets
-  it): a test must not depend on what an earlier run left on the machine. Tests of the cache give it a folder of
-  their own.
+* The tests share a persistent compilation cache of this run alone: a fresh, empty folder (``JAXSE3_CACHE``, unless
+  the caller sets it), made by the first process and inherited by the pytest-xdist workers and by the subprocesses
+  the tests start, and removed at the end. A test must not depend on what an earlier run left on the machine; within
+  the run, a program that one worker compiled is loaded by the other, and by this worker again after the caches are
+  cleared (below). Tests of the cache give it a folder of their own.
 * Every compiled XLA:CPU program holds memory mappings (about five for a small one, more for a large one) until JAX
   drops it, and a pytest worker compiles thousands: past the kernel's limit (``vm.max_map_count``, 65530 by default)
   the next compile or cache load aborts or segfaults inside XLA. A worker reached 33 000 mappings on the rod and rigid
@@ -23,8 +25,11 @@ fusion emitters off, :mod:`jaxse3._runtime`).
 ``JAXSE3_TEST_XLA_DEFAULTS=1`` runs the tests with them too.
 """
 
+import atexit
 import gc
 import os
+import shutil
+import tempfile
 
 #: XLA options for the tests' compilations: values, not speed, are tested, so skip XLA's expensive CPU optimisations.
 FAST_COMPILE = {
@@ -36,7 +41,9 @@ FAST_COMPILE = {
     "xla_disable_hlo_passes": "simplify-while-loops,while-loop-invariant-code-motion",
 }
 
-os.environ.setdefault("JAXSE3_CACHE", "0")  # before anything imports jaxse3 (which reads it once)
+if "JAXSE3_CACHE" not in os.environ:  # before anything imports jaxse3 (which reads it once)
+    os.environ["JAXSE3_CACHE"] = tempfile.mkdtemp(prefix="jaxse3-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["JAXSE3_CACHE"], ignore_errors=True)
 if os.environ.get("JAXSE3_TEST_XLA_DEFAULTS", "0") != "1":  # before JAX starts its backend (it reads XLA_FLAGS once)
     flags = " ".join(f"--{k}={str(v).lower()}" for k, v in FAST_COMPILE.items())
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
