@@ -3,6 +3,11 @@ installed and no ``-n`` was given, so that ``pytest --nbmake notebooks/`` and ru
 
 ``--dist loadfile`` keeps each test file's compiled functions in one worker; ``--max-worker-restart=0`` fails the run
 at once, naming the test, if a worker crashes (instead of waiting forever for a replacement).
+
+The workers take the files in the order of collection, so the longest files are moved to the front (``LONGEST``):
+started last, one of them kept a worker busy two minutes after the other had finished. The list is a schedule, not
+a requirement: a file missing from it runs after those on it, a stale entry only costs balance. Measure with
+``python -m pytest -p tests.timing`` (tests/timing.py).
 """
 
 import importlib.util
@@ -15,3 +20,31 @@ def pytest_load_initial_conftests(early_config, parser, args):
     disabled = any("no:xdist" in a for a in args)
     if not given and not disabled and importlib.util.find_spec("xdist") is not None:
         args[:0] = PARALLEL
+
+
+#: the files that took longest (≥ 90 s on one worker of a 2-core machine, 2026-11-29), longest first
+LONGEST = (
+    "tests/lie/test_rules.py",
+    "tests/test_cli.py",
+    "tests/linkage/test_closed_chain_simulation.py",
+    "tests/linkage/test_fin_ray.py",
+    "tests/optim/test_ddp.py",
+    "tests/linkage/test_linkage.py",
+    "tests/linkage/test_closure_derivatives.py",
+    "tests/optim/test_linkages.py",
+    "tests/optim/test_shooting.py",
+    "tests/sim/test_float32.py",
+    "tests/rod/test_segments.py",
+    "tests/sim/test_gradients.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The files of LONGEST first, in its order; the others after them, in the order of collection."""
+    rank = {path: i for i, path in enumerate(LONGEST)}
+
+    def key(item) -> int:
+        path = item.path.relative_to(config.rootpath).as_posix() if item.path.is_relative_to(config.rootpath) else ""
+        return rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: the tests of a file keep their order
