@@ -117,6 +117,15 @@ def _partials(residual, jacobian, t, q, qd, qdd, args):
     return (r, *jacobians)
 
 
+@eqx.filter_jit
+def _acceleration_matrix(residual, jacobian, t, q, qd, qdd, args):
+    """∂r/∂q̈ alone (:meth:`SecondOrderResidualTerm.solve_acceleration`): through the derivative rules of the
+    model, one direction per acceleration and none in q or q̇, a small part of the program of :func:`_partials`."""
+    if jacobian is not None:
+        return jacobian(t, q, qd, qdd, args)[2]
+    return jax.jacfwd(residual, argnums=3)(t, q, qd, qdd, args)
+
+
 class SecondOrderResidualTerm(AbstractTerm):
     """The implicit second-order system ``r(t, q, q̇, q̈, args) = 0`` with ``q`` a vector ``(n,)``.
 
@@ -152,19 +161,15 @@ class SecondOrderResidualTerm(AbstractTerm):
         tol: float,
         max_iters: int,
         scale: Float[ArrayLike, ""] = 1.0,
-    ) -> tuple[
-        NewtonResult,
-        tuple[Float[Array, "*b n"], Float[Array, "*b n n"], Float[Array, "*b n n"], Float[Array, "*b n n"]],
-    ]:
+    ) -> NewtonResult:
         """q̈ with ``r(t, q, q̇, q̈) = 0`` (test ``scale ‖r‖_∞ ≤ tol``) by a chord iteration from q̈ = 0 with the LU
-        factors of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update); returns the
-        NewtonResult and the partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)`` at q̈ = 0 (their one evaluation, without
-        derivatives), for a caller that needs them too."""
+        factors of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update; the factors are in
+        ``stats["factors"]``). Only ∂r/∂q̈ is evaluated, not ∂r/∂q and ∂r/∂q̇ (the whole Jacobian is evaluated
+        only when the result is differentiated)."""
         _check_vector((q, qd), self.jacobian)
         zero = jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
         t_, q_, qd_, args_ = eqx.combine(jax.lax.stop_gradient(dyn), static)
-        partials = self.partials(t_, q_, qd_, zero, args_)
 
         def residual(x, p):  # closes over nothing traced: the root's derivative rule runs outside this trace
             term, t_, q_, qd_, args_, scale_ = p
@@ -183,16 +188,16 @@ class SecondOrderResidualTerm(AbstractTerm):
             dr = dr + _matvec(A_q, dense(q_, dq_)) + _matvec(A_qd, dense(qd_, dqd_))
             return scale_ * A_qdd, scale_ * dr
 
-        first = factor(jax.lax.stop_gradient(scale) * partials[3])
+        A_qdd = _acceleration_matrix(self.residual, self.jacobian, t_, q_, qd_, zero, args_)
+        first = factor(jax.lax.stop_gradient(scale) * A_qdd)
         params = (self, t, q, qd, args, scale)
-        sol = modified_newton(residual, matrix, zero, params, first, tol, max_iters, None, linearised)
-        return sol, partials
+        return modified_newton(residual, matrix, zero, params, first, tol, max_iters, None, linearised)
 
     def vf(
         self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         q, qd = y
-        sol, _ = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
         return qd, eqx.error_if(sol.value, ~sol.converged, "SecondOrderResidualTerm.vf: Newton did not converge")
 
     def contr(self, t0: Real[ArrayLike, ""], t1: Real[ArrayLike, ""], **kwargs: Any) -> Real[ArrayLike, ""]:
@@ -278,22 +283,16 @@ class Newmark(AbstractSolver):
         q0, qd0 = y0
         h = t1 - t0
         scale = self._weights[0] * h * h
-        sol, partials = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
+        sol = term.solve_acceleration(t0, q0, qd0, args, self.tol, self.max_iters, scale)
         x0 = jnp.where(sol.converged, sol.value, jnp.nan)  # a failed start fails the first step (a result code)
         a0 = x0[..., : q0.shape[-1]]  # a_0 = q̈_0
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(x0, a0, zero, zero, zero, None)
-        # the first iteration matrix from the same partials (at q_0, q̇_0 and an acceleration (and multipliers) of 0:
-        # within O(h) of the first step's; a slow update refreshes it): one evaluation of the Jacobians before the
-        # steps, one copy in the program
-        S = jax.lax.stop_gradient(self._start_matrix(partials, h, scale))
-        return NewmarkState(x0, a0, zero, zero, jnp.asarray(1, jnp.int32), factor(S))
-
-    def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
-        """β'h² J of eq. (12) from the start's partials ``(r, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈)``."""
-        _, A_q, A_qd, A_qdd = partials
-        return scale * (A_qdd + self._weights[1] * h * A_qd + scale * A_q)
+        # no iteration matrix of the steps here: the start's factors (of β'h² ∂r/∂q̈ alone) stand in until the
+        # first step evaluates its matrix at its first iterate (jacobian_evaluations = 0 asks for it), so that the
+        # program of the start holds ∂r/∂q̈ alone and the Jacobians of eq. (12) live in the steps' program only
+        return NewmarkState(x0, a0, zero, zero, zero, sol.stats["factors"])
 
     def pseudo_acceleration(
         self, a0: Float[Array, "*b n"], qdd0: Float[Array, "*b n"], qdd1: Float[Array, "*b n"]
@@ -396,6 +395,7 @@ class Newmark(AbstractSolver):
                 self.max_iters,
                 self.rate,
                 linearised,
+                refresh=solver_state.jacobian_evaluations == 0,  # the start's stand-in factors (init)
             )
             factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
         qdd0, qdd1 = x0[..., :n], sol.value[..., :n]
@@ -423,6 +423,18 @@ class Newmark(AbstractSolver):
     def _linearisation(self) -> Callable | None:
         """The ``linearised`` of the steps' implicit-function rule (:func:`~jaxse3.integrate.newton.newton`)."""
         return self._linearised
+
+
+@eqx.filter_jit
+def _constrained_acceleration_matrix(residual, constraint, jacobian, t, q, qd, qdd, lam, args):
+    """``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` alone (:meth:`ConstrainedResidualTerm.solve_acceleration`; as
+    :func:`_acceleration_matrix`, without ∂r/∂q and ∂r/∂q̇)."""
+    if jacobian is not None:
+        _, _, r_qdd, r_lam, e_q = jacobian(t, q, qd, qdd, lam, args)
+    else:
+        r_qdd, r_lam = jax.jacfwd(lambda a, b: residual(t, q, qd, a, b, args), argnums=(0, 1))(qdd, lam)
+        e_q = jax.jacfwd(lambda q_: constraint(t, q_, args))(q)
+    return _bordered(r_qdd, r_lam, e_q)
 
 
 @eqx.filter_jit
@@ -487,12 +499,12 @@ class ConstrainedResidualTerm(AbstractTerm):
         tol: float,
         max_iters: int,
         scale: Float[ArrayLike, ""] = 1.0,
-    ) -> tuple[NewtonResult, tuple[Array, ...]]:
+    ) -> NewtonResult:
         """``x = (q̈, λ)`` (concatenated, ``(*b, n + m)``) with ``r(t, q, q̇, q̈, λ) = 0`` and the constraints'
         second derivative ``ë = (∂e/∂q) q̈ + b = 0`` (b: :meth:`constraint_bias`), by a chord iteration from x = 0 with
         the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
-        mechanics: one update); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Returns the NewtonResult and the :meth:`partials` at
-        x = 0 (their one evaluation, without derivatives), for a caller that needs them too."""
+        mechanics: one update; the factors are in ``stats["factors"]``); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Only those
+        blocks are evaluated, not ∂r/∂q and ∂r/∂q̇ (the whole Jacobian only when the result is differentiated)."""
         _check_vector((q, qd), self.jacobian)
         n, zero = q.shape[-1], jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
@@ -513,16 +525,17 @@ class ConstrainedResidualTerm(AbstractTerm):
             return scale_ * _bordered(r_qdd, r_lam, e_q)
 
         x0 = jnp.concatenate([zero, lam0], axis=-1)
-        partials = self.partials(t_, q_, qd_, zero, lam0, args_)
-        first = factor(jax.lax.stop_gradient(scale) * _bordered(*partials[4:]))
-        sol = modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)
-        return sol, partials
+        blocks = (self.residual, self.constraint, self.jacobian)
+        first = factor(
+            jax.lax.stop_gradient(scale) * _constrained_acceleration_matrix(*blocks, t_, q_, qd_, zero, lam0, args_)
+        )
+        return modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)
 
     def vf(
         self, t: Real[ArrayLike, ""], y: tuple[Float[Array, "*b n"], Float[Array, "*b n"]], args: PyTree[Any]
     ) -> tuple[Float[Array, "*b n"], Float[Array, "*b n"]]:
         q, qd = y
-        sol, _ = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
+        sol = self.solve_acceleration(t, q, qd, args, 1e-12, 20)
         qdd = sol.value[..., : q.shape[-1]]
         return qd, eqx.error_if(qdd, ~sol.converged, "ConstrainedResidualTerm.vf: Newton did not converge")
 
@@ -559,11 +572,6 @@ class ConstrainedNewmark(Newmark):
     """
 
     term_structure: ClassVar = ConstrainedResidualTerm
-
-    def _start_matrix(self, partials: tuple[Array, ...], h: Array, scale: Array) -> Array:
-        """βh² ∂R/∂x (class docstring) from the start's partials ``(r, e, ∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)``."""
-        _, _, r_q, r_qd, r_qdd, r_lam, e_q = partials
-        return scale * _bordered(r_qdd + self._weights[1] * h * r_qd + scale * r_q, r_lam, e_q)
 
     @staticmethod
     def _residual(x, p):

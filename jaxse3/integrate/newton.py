@@ -278,6 +278,7 @@ def modified_newton(
     max_iters: int,
     rate: float | None = 0.3,
     linearised: Callable | None = None,
+    refresh: bool | Bool[Array, ""] = False,
 ) -> NewtonResult:
     """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
     matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update
@@ -293,7 +294,9 @@ def modified_newton(
 
     Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
     :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
-    for the previous time step). Under a ``vmap`` with a batched convergence test, ``lax.cond`` evaluates both
+    for the previous time step); ``refresh`` (True, or a boolean scalar): ``factors`` only stand in for the matrix
+    (e.g. of a part of it), so ``matrix`` is evaluated at ``x0`` before the first update unless ``x0`` passes the
+    test (ignored with ``rate=None``). Under a ``vmap`` with a batched convergence test, ``lax.cond`` evaluates both
     branches, i.e. the matrix at every update: solve a batch as one block system instead (``x`` ``(B, k)``, matrices
     ``(B, k, k)``), whose test is one scalar.
     """
@@ -305,7 +308,8 @@ def modified_newton(
         x, R_before, f, k, m, fresh, _, _ = carry
         R = residual(x, frozen)
         norm = _norm(R)
-        slow = (k > 0) & (norm > (_PLAIN_RATE if rate is None else rate) * _norm(R_before)) & (norm > tol)
+        slow = (k > 0) & (norm > (_PLAIN_RATE if rate is None else rate) * _norm(R_before))
+        slow = (slow | ((k == 0) & refresh)) & (norm > tol)
         ok = (norm <= tol) | (fresh & slow & (norm <= STALL_FACTOR * tol))
         if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
             slow = slow & ~ok

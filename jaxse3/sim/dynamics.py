@@ -415,7 +415,7 @@ def constraint_forces(
 def _multipliers(system, inputs, t, q, qd):
     term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
     args = (system, inputs, system.multiplier_residual)
-    one = lambda t, q, qd: term.solve_acceleration(t, q, qd, args, 1e-12, 4)[0].value[system.n_dof :]
+    one = lambda t, q, qd: term.solve_acceleration(t, q, qd, args, 1e-12, 4).value[system.n_dof :]
     return jax.vmap(one)(t, q, qd)
 
 
