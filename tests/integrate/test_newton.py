@@ -91,6 +91,24 @@ def test_modified_newton_keeps_and_refreshes_factors():
     assert fail.result == NewtonResults.nonlinear_max_steps_reached
 
 
+def test_modified_newton_refresh_evaluates_the_matrix_before_the_first_update():
+    """``refresh``: the given factors only stand in (here of a quarter of the exact matrix of a linear system, whose
+    chord iteration converges slowly): the matrix is evaluated at x0 first, so one exact update solves it; without
+    ``refresh`` the stand-in's first update is slow and is refreshed only after it; a root at x0 needs neither."""
+    A = jnp.array([[4.0, 1.0], [1.0, 3.0]])
+    b = jnp.array([1.0, 2.0])
+    residual = lambda x, p: A @ x - p
+    matrix = lambda x, p: A
+    stand_in = factor(A / 4)
+    fresh = modified_newton(residual, matrix, jnp.zeros(2), b, stand_in, 1e-13, 20, refresh=jnp.asarray(True))
+    assert bool(fresh.converged) and int(fresh.num_steps) == 1 and int(fresh.stats["refreshes"]) == 1
+    np.testing.assert_allclose(fresh.value, jnp.linalg.solve(A, b), rtol=1e-14)
+    late = modified_newton(residual, matrix, jnp.zeros(2), b, stand_in, 1e-13, 20)
+    assert bool(late.converged) and int(late.num_steps) == 2 and int(late.stats["refreshes"]) == 1
+    at_root = modified_newton(residual, matrix, jnp.linalg.solve(A, b), b, stand_in, 1e-13, 20, refresh=True)
+    assert int(at_root.num_steps) == 0 and int(at_root.stats["refreshes"]) == 0
+
+
 @pytest.mark.parametrize("rate", [0.3, None])
 @pytest.mark.parametrize("tol, converged", [(1e-6, True), (4e-8, True), (1e-8, False)])
 def test_modified_newton_accepts_a_stall_at_round_off_within_its_factor(tol, converged, rate):
