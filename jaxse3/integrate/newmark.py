@@ -164,8 +164,8 @@ class SecondOrderResidualTerm(AbstractTerm):
     ) -> NewtonResult:
         """q̈ with ``r(t, q, q̇, q̈) = 0`` (test ``scale ‖r‖_∞ ≤ tol``) by a chord iteration from q̈ = 0 with the LU
         factors of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update; the factors are in
-        ``stats["factors"]``). Only ∂r/∂q̈ is evaluated, not ∂r/∂q and ∂r/∂q̇ (the whole Jacobian is evaluated
-        only when the result is differentiated)."""
+        ``stats["factors"]``). Without a ``jacobian`` only ∂r/∂q̈ is evaluated, not ∂r/∂q and ∂r/∂q̇ (with one, its
+        ∂r/∂q̈ block is used); the whole Jacobian only when the result is differentiated."""
         _check_vector((q, qd), self.jacobian)
         zero = jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
@@ -503,8 +503,9 @@ class ConstrainedResidualTerm(AbstractTerm):
         """``x = (q̈, λ)`` (concatenated, ``(*b, n + m)``) with ``r(t, q, q̇, q̈, λ) = 0`` and the constraints'
         second derivative ``ë = (∂e/∂q) q̈ + b = 0`` (b: :meth:`constraint_bias`), by a chord iteration from x = 0 with
         the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
-        mechanics: one update; the factors are in ``stats["factors"]``); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Only those
-        blocks are evaluated, not ∂r/∂q and ∂r/∂q̇ (the whole Jacobian only when the result is differentiated)."""
+        mechanics: one update; the factors are in ``stats["factors"]``); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Without a
+        ``jacobian`` only those blocks are evaluated, not ∂r/∂q and ∂r/∂q̇ (with one, its blocks are used); the whole
+        Jacobian only when the result is differentiated."""
         _check_vector((q, qd), self.jacobian)
         n, zero = q.shape[-1], jnp.zeros_like(qd)
         dyn, static = eqx.partition((t, q, qd, args), eqx.is_inexact_array)
