@@ -309,7 +309,9 @@ def modified_newton(
         R = residual(x, frozen)
         norm = _norm(R)
         slow = (k > 0) & (norm > (_PLAIN_RATE if rate is None else rate) * _norm(R_before))
-        slow = (slow | ((k == 0) & refresh)) & (norm > tol)
+        if rate is not None:  # the stand-in factors of ``refresh`` count as a slow update (a chord iteration has none)
+            slow = slow | ((k == 0) & refresh)
+        slow = slow & (norm > tol)
         ok = (norm <= tol) | (fresh & slow & (norm <= STALL_FACTOR * tol))
         if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
             slow = slow & ~ok
