@@ -13,9 +13,11 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   moved by its placement P (a fixed transform: everything transported by Ad⁻¹_P, rule 3). Each link carries only the
   columns of its path from the root and of its subtree (:func:`_column_blocks`), where these matrices and the
   backward sums can be nonzero (a flagellum of the flagellated robot 19 of its 80), and where a closure's frame A lies
-  in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in. Links at one depth whose
-  columns, joints, inertias and loads have equal shapes run side by side, one ``vmap`` in each pass
-  (:func:`_equal_links`: the six flagella, their hooks, the two shafts), so their passes are traced and compiled once;
+  in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in. A link's pass carries
+  its own columns first, so its joints' terms are formed on those alone. Links at one depth whose joints, inertias
+  and loads have equal shapes run side by side, one ``vmap`` in each pass, their columns padded with zeros to the
+  widest (:func:`_equal_links`, :func:`_group_columns`: the six flagella, their hooks, the two shafts; a fin-ray
+  finger's walls and ribs at one depth), so their passes are traced and compiled once;
 * **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
   in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
   −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
@@ -54,7 +56,6 @@ without these joints (:func:`covered`): JAX's tangents of a quaternion are coord
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -225,23 +226,25 @@ def _chart_correction(S: Array, qd: Array, qdd: Array) -> tuple[Array, Array]:
     return -0.5 * ad_v, -0.5 * ad_a + ad_v @ ad_v / 6.0
 
 
-def _embed(X: Array, S: Array, start: int) -> Array:
-    """X + [0 S 0] (6, nv): a link's (6, n_l) columns added at its coordinates."""
-    return X.at[:, start : start + S.shape[1]].add(S)
+def _embed(X: Array, S: Array) -> Array:
+    """X + [S 0]: a link's (6, n_l) columns added at its coordinates, the first of those its pass carries
+    (:func:`_group_columns`)."""
+    return X.at[:, : S.shape[1]].add(S)
 
 
-def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics, tuple[Array, ...]]:
+def _forward_link(k: Kinematics, jt: LinkJoints) -> tuple[Kinematics, tuple[Array, ...]]:
     """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26); Q
     without its gravity term, which the points' weights carry as loads (:func:`_point_quantities`)."""
     ad = se3.ad
 
     def point(k: Kinematics, j: LinkJoints):
         eta_p = k.eta + j.S_qd  # η_α⁺
-        etad_p = k.etad + j.S_acc + ad(k.eta) @ j.S_qd  # η̇_α⁺
-        R = ad(eta_p) @ j.S + j.dS_qd  # (20b)
-        Q = ad(etad_p) @ j.S + ad(eta_p) @ R + ad(k.eta) @ j.dS_qd + j.dSd_qd + j.dS_qdd  # (20c) without gravity
-        Y = R + ad(k.eta) @ j.S + j.Sd  # (26)
-        moved = lambda X, XB: j.Ad_inv @ _embed(XB, X, start)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
+        ad_eta, ad_p = ad(k.eta), ad(eta_p)
+        etad_p = k.etad + j.S_acc + ad_eta @ j.S_qd  # η̇_α⁺
+        R = ad_p @ j.S + j.dS_qd  # (20b)
+        Q = ad(etad_p) @ j.S + ad_p @ R + ad_eta @ j.dS_qd + j.dSd_qd + j.dS_qdd  # (20c) without gravity
+        Y = R + ad_eta @ j.S + j.Sd  # (26)
+        moved = lambda X, XB: j.Ad_inv @ _embed(XB, X)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
         nxt = Kinematics(
             k.g @ j.step,
             j.Ad_inv @ eta_p,
@@ -254,7 +257,7 @@ def _forward_link(k: Kinematics, jt: LinkJoints, start: int) -> tuple[Kinematics
         return nxt, (nxt, (R, Q, Y))
 
     def still(k: Kinematics, j: LinkJoints):  # at rest: poses and Jacobians only
-        nxt = Kinematics(k.g @ j.step, None, None, j.Ad_inv @ _embed(k.J, j.S, start), None, None, None)
+        nxt = Kinematics(k.g @ j.step, None, None, j.Ad_inv @ _embed(k.J, j.S), None, None, None)
         return nxt, (nxt, None)
 
     unroll = jt.step.shape[0] == 1  # a rigid joint: no loop
@@ -292,7 +295,7 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
 
 
 def _backward_link(
-    link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array, start: int
+    link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array
 ) -> tuple[Sums, tuple[Array, ...], Array]:
     """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇) and the
     composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`)."""
@@ -303,13 +306,13 @@ def _backward_link(
         if chart is None:
             return dq
         Phi, Om = chart
-        return _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi, start)
+        return _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi)
 
     def still(s: Sums, x):  # at rest: (22c), (56), (22g) and the rows (14), (21) of 𝓕^C, P^S, E^S alone
-        j, k, _, p = x
+        j, _, _, p = x
         FC = j.coAd @ (p.F + s.FC)
         E = j.coAd @ (p.dF + s.E)
-        P = -lie.adbar(FC) @ _embed(jnp.zeros_like(k.J), j.S, start) + j.coAd @ s.P
+        P = _embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)
         dq = with_chart(j.S.T @ (P + E), FC)
         return Sums(FC, None, None, None, P, None, None, E), ((j.S.T @ FC, None, dq, None), FC)
 
@@ -319,11 +322,11 @@ def _backward_link(
         E = j.coAd @ (p.dF + s.E)  # (56)
         MC = j.coAd @ (p.M + s.MC) @ j.Ad_inv  # (22e)
         NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
-        Sg = _embed(jnp.zeros_like(k.J), j.S, start)
-        W = MC @ Sg + j.coAd @ s.W  # (33)
-        U = NC @ _embed(jnp.zeros_like(k.J), R, start) + MC @ _embed(jnp.zeros_like(k.J), Q, start) + j.coAd @ s.U
-        P = -lie.adbar(FC) @ Sg + j.coAd @ s.P  # (22g)
-        V = NC @ Sg + MC @ _embed(jnp.zeros_like(k.J), Y, start) + j.coAd @ s.V  # (28c)
+        # the joint's own columns (the first ones, :func:`_group_columns`) gain its terms
+        W = _embed(j.coAd @ s.W, MC @ j.S)  # (33)
+        U = _embed(j.coAd @ s.U, NC @ R + MC @ Q)
+        P = _embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)  # (22g)
+        V = _embed(j.coAd @ s.V, NC @ j.S + MC @ Y)  # (28c)
         ST = j.S.T
         dq = with_chart(ST @ (NC @ k.RB + MC @ k.QB + U + P + E), FC)  # (21), (55)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
@@ -386,48 +389,60 @@ def _pass_index(link: Link, point: int) -> int:
     return point % link.n_points + (0 if link.joint == "soft" else 1)
 
 
-def _runs(idx: np.ndarray) -> list[tuple[int, int, int]]:
-    """The runs of consecutive values of a sorted index array: (position in idx, first value, length)."""
-    breaks = [0, *(np.flatnonzero(np.diff(idx) != 1) + 1), idx.size]
-    return [(a, int(idx[a]), b - a) for a, b in itertools.pairwise(breaks) if b > a]
-
-
-def _take_columns(x: Array | None, idx: np.ndarray) -> Array | None:
-    """``x[..., idx]`` by static slices (a gather is slow on XLA:CPU); all columns: ``x`` itself."""
-    if x is None or idx.size == x.shape[-1]:
+def _move_columns(x: Array | None, src: np.ndarray, dst: np.ndarray) -> Array | None:
+    """The (…, len(dst)) matrix whose column j is ``x``'s column of coordinate ``dst[j]`` (``x``'s columns are the
+    coordinates ``src``; −1 labels a padding column), zero where ``src`` lacks it or ``dst[j]`` is −1: static slices
+    and zeros, concatenated (a gather or scatter is slow on XLA:CPU)."""
+    if x is None or np.array_equal(src, dst):
         return x
-    return jnp.concatenate([x[..., v : v + n] for _, v, n in _runs(idx)], axis=-1)
-
-
-def _put_columns(x: Array | None, idx: np.ndarray, n: int) -> Array | None:
-    """The (…, n) matrix with ``x``'s columns at ``idx`` and zeros elsewhere, by concatenation (no scatter)."""
-    if x is None or idx.size == n:
-        return x
-    parts, end = [], 0
-    for a, v, m in _runs(idx):
-        parts += [jnp.zeros((*x.shape[:-1], v - end), x.dtype)] if v > end else []
-        parts.append(x[..., a : a + m])
-        end = v + m
-    parts += [jnp.zeros((*x.shape[:-1], n - end), x.dtype)] if n > end else []
-    return jnp.concatenate(parts, axis=-1)
+    where = {int(c): k for k, c in enumerate(src) if c >= 0}
+    pos = [where.get(int(c), -1) if c >= 0 else -1 for c in dst]
+    parts, a = [], 0
+    while a < len(pos):
+        b = a + 1
+        if pos[a] < 0:
+            while b < len(pos) and pos[b] < 0:
+                b += 1
+            parts.append(jnp.zeros((*x.shape[:-1], b - a), x.dtype))
+        else:
+            while b < len(pos) and pos[b] == pos[b - 1] + 1:
+                b += 1
+            parts.append(x[..., pos[a] : pos[a] + b - a])
+        a = b
+    if not parts:
+        return jnp.zeros((*x.shape[:-1], 0), x.dtype)
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
 
 
 #: the forward pass's matrices over the columns a link carries
 _CARRIED = ("J", "RB", "QB", "YB")
 
 
-def _equal_links(linkage: Linkage, cols: list[np.ndarray], own: list[int], prep: list) -> list[list[int]]:
+def _equal_links(linkage: Linkage, prep: list) -> list[list[int]]:
     """The links in groups whose passes run side by side (:func:`_side_by_side`), groups in order of depth: links at
-    one depth with equal carried columns, own columns at one place among them, and joints, placement, inertias and
-    loads of equal shapes (the six flagella of the flagellated robot, the three pillars of the parallel robot). A
-    joint with a chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
+    one depth whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated
+    robot, the three pillars of the parallel robot, a fin-ray finger's walls and ribs at one depth). A joint with a
+    chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
     depth, groups = [], {}
     for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
         depth.append(0 if parent < 0 else depth[parent] + 1)
         leaves, tree = jax.tree.flatten(prep[i])
-        key = (depth[i], cols[i].size, own[i], tree, tuple((a.shape, a.dtype) for a in leaves))
+        key = (depth[i], tree, tuple((a.shape, a.dtype) for a in leaves))
         groups.setdefault((depth[i], i) if link.exponential or link.quaternion else key, []).append(i)
     return sorted(groups.values(), key=lambda g: (depth[g[0]], g[0]))
+
+
+def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[int]]) -> list[np.ndarray]:
+    """The columns each link's pass carries, in the order of its group's pass: its own coordinates first (one place
+    for the whole group), the rest of ``cols[i]`` in order, then padding (−1, zero columns) up to the group's widest."""
+    out = list(cols)
+    for g in groups:
+        width = max(cols[i].size for i in g)
+        for i in g:
+            vs = linkage.v_slice(i)
+            rest = cols[i][(cols[i] < vs.start) | (cols[i] >= vs.stop)]
+            out[i] = np.concatenate([np.arange(vs.start, vs.stop), rest, -np.ones(width - cols[i].size, int)])
+    return out
 
 
 def _side_by_side(fn: Callable, args: list[tuple]) -> list:
@@ -472,11 +487,6 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
     nv = linkage.nv
     qd, qdd = (jnp.zeros(nv, dtype), jnp.zeros(nv, dtype)) if rest else (args["qd"], args["qdd"])
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
-    cols = _column_blocks(linkage, couplings)
-    # a link's own columns among its carried ones (contiguous: its coordinates are, and all of them are carried)
-    own = [int(np.searchsorted(c, linkage.v_slice(i).start)) for i, c in enumerate(cols)]
-    # a child's carried columns among its parent's
-    within = [None if p < 0 else np.searchsorted(cols[p], cols[i]) for i, p in enumerate(linkage.parents)]
 
     def world(n: int) -> Kinematics:
         zero, z6 = jnp.zeros((6, n), dtype), jnp.zeros(6, dtype)
@@ -496,10 +506,12 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
         prep.append((jt, place, m, loads))
-    groups = _equal_links(linkage, cols, own, prep)
+    groups = _equal_links(linkage, prep)
+    cols = _group_columns(linkage, _column_blocks(linkage, couplings), groups)
+    every = np.arange(nv)
 
-    def forward_link(start, base, jt, place, m, loads):
-        pts, terms = _forward_link(base.moved(place), jt, start)
+    def forward_link(base, jt, place, m, loads):
+        pts, terms = _forward_link(base.moved(place), jt)
         return pts, terms, _point_quantities(linkage, m, pts, grav, loads)
 
     forward = [None] * len(linkage.links)
@@ -511,8 +523,10 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                 bases.append(world(cols[i].size))
             else:
                 end = jax.tree.map(lambda a: a[-1], forward[parent][1])
-                bases.append(end._replace(**{f: _take_columns(getattr(end, f), within[i]) for f in _CARRIED}))
-        outs = _side_by_side(functools.partial(forward_link, own[g[0]]), [(b, *prep[i]) for b, i in zip(bases, g)])
+                bases.append(
+                    end._replace(**{f: _move_columns(getattr(end, f), cols[parent], cols[i]) for f in _CARRIED})
+                )
+        outs = _side_by_side(forward_link, [(b, *prep[i]) for b, i in zip(bases, g)])
         for i, (pts, terms, quantities) in zip(g, outs):
             forward[i] = (prep[i][0], pts, terms, quantities, prep[i][1])
     aux = None
@@ -520,13 +534,13 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
 
         def frame(i: int, point: int) -> Kinematics:  # with all nv columns
             k = jax.tree.map(lambda a: a[_pass_index(linkage.links[i], point)], forward[i][1])
-            return k._replace(**{f: _put_columns(getattr(k, f), cols[i], nv) for f in _CARRIED})
+            return k._replace(**{f: _move_columns(getattr(k, f), cols[i], every) for f in _CARRIED})
 
         wrenches, aux = applied(frame)
         for w in wrenches:
             jt, pts, terms, p, place = forward[w.link]
             k = _pass_index(linkage.links[w.link], w.point)
-            dw = _take_columns(w.d_wrench, cols[w.link])
+            dw = _move_columns(w.d_wrench, every, cols[w.link])
             p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-dw))
             forward[w.link] = (jt, pts, terms, p, place)
     tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
@@ -535,7 +549,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
     for g in reversed(groups):  # children first
         backward_link = functools.partial(_backward_link, linkage.links[g[0]])  # (its chart: links of one alone)
         args = [(*forward[i][:4], ahead[i], q[linkage.q_slice(i)]) for i in g]
-        outs = _side_by_side(lambda *a: backward_link(*a, own[g[0]]), args)
+        outs = _side_by_side(backward_link, args)
         for i, (sums, rows, composite) in zip(g, outs):
             wrenches[i] = composite
             quantities, place, vs, parent = forward[i][3], forward[i][4], linkage.v_slice(i), linkage.parents[i]
@@ -546,12 +560,13 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                     FC=sums.FC + p0.F, MC=add(sums.MC, p0.M), NC=add(sums.NC, p0.N), E=sums.E + p0.dF
                 )
                 moved = at_joint.moved(place)
-                widen = lambda x: _put_columns(x, within[i], cols[parent].size)  # the child's columns, parent's
+                widen = lambda x: _move_columns(x, cols[i], cols[parent])  # the child's columns, parent's
                 moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
                 ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
             tau = tau.at[vs].set(rows[0])
             Mm, dq, dqd = (
-                X if r is None else X.at[vs].set(_put_columns(r, cols[i], nv)) for X, r in zip((Mm, dq, dqd), rows[1:])
+                X if r is None else X.at[vs].set(_move_columns(r, cols[i], every))
+                for X, r in zip((Mm, dq, dqd), rows[1:])
             )
     C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
