@@ -53,7 +53,13 @@ from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import se3
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
-from jaxse3.linkage._derivatives import IDDerivatives, PointWrench, covered, tree_derivatives_with_wrenches
+from jaxse3.linkage._derivatives import (
+    IDDerivatives,
+    PointWrench,
+    covered,
+    side_by_side,
+    tree_derivatives_with_wrenches,
+)
 from jaxse3.linkage._dynamics import (
     PointStates,
     check_state,
@@ -746,51 +752,66 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
     poses and Jacobians only): the wrenches, e, A and ∂e/∂q, the other rows None."""
     ad = se3.ad
 
+    def one(Phi, place_a, place_b, lam_c, A, B):  # a closure's wrenches (at B, at A) and rows; B None: on the world
+        gA, etaA, etadA, JA, RA, QA, YA = _placed(A, place_a)
+        dtype = JA.dtype
+        Phi = Phi.astype(dtype)
+        mu = Phi @ lam_c
+        if B is None:  # frame B on the world: at rest
+            zero6, zero = jnp.zeros(6, dtype), jnp.zeros_like(JA)
+            gB, etaB, JB, RB, QB, YB = place_b.astype(dtype), zero6, zero, zero, zero, zero
+            wB = None
+        else:
+            gB, etaB, _, JB, RB, QB, YB = _placed(B, place_b)
+            wB = -se3.Ad_inv(place_b.astype(dtype)).T @ mu
+        g = se3.inv(gB) @ gA
+        Ad, Ai = se3.Ad(g), se3.Ad_inv(g)
+        wA = Ad.T @ mu
+        to_a = se3.Ad_inv(place_a.astype(dtype)).T
+        V = Ad @ JA - JB
+        Pt = Phi.T
+        eps = se3.log(g)
+        rows = (Pt @ eps, Pt @ V, Pt @ se3.dexp_inv(eps) @ V)
+        wrenches = (wB, to_a @ wA, to_a @ se3.adbar(wA) @ (JA - Ai @ JB))
+        if etaA is None:  # a pass at rest
+            return wrenches, (*rows, None, None, None)
+        y = Ad @ etaA
+        d_etad = lambda Q, R, eta: Q - ad(eta) @ R  # (D74)
+        acc_q = (
+            Ad @ d_etad(QA, RA, etaA)
+            - ad(Ad @ etadA) @ V
+            - d_etad(QB, RB, etaB)
+            + ad(y) @ RB
+            - ad(etaB) @ (Ad @ RA - ad(y) @ V)
+        )
+        J_rate = lambda Y, R, eta, J: Y - R - ad(eta) @ J  # J̇ as a matrix (docstring)
+        Adot = Ad @ ad(etaA - Ai @ etaB) @ JA + Ad @ J_rate(YA, RA, etaA, JA) - J_rate(YB, RB, etaB, JB)
+        Aqd_q = Ad @ RA - ad(y) @ V - RB
+        return wrenches, (*rows, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q)
+
     def applied(frame):
-        wrenches, parts, start = [], [], 0
-        for c in closures:
-            ia = linkage.index(c.link_a)
-            gA, etaA, etadA, JA, RA, QA, YA = _placed(tuple(frame(ia, c.point_a)), c.placement_a)
-            dtype = JA.dtype
-            Phi = c.constrained.astype(dtype)
-            mu = Phi @ lam[start : start + c.k]
-            start += c.k
-            if c.link_b is None:  # frame B on the world: at rest
-                zero6, zero = jnp.zeros(6, dtype), jnp.zeros_like(JA)
-                gB, etaB, JB, RB, QB, YB = c.placement_b.astype(dtype), zero6, zero, zero, zero, zero
-            else:
-                ib = linkage.index(c.link_b)
-                gB, etaB, _, JB, RB, QB, YB = _placed(tuple(frame(ib, c.point_b)), c.placement_b)
-                to_b = se3.Ad_inv(c.placement_b.astype(dtype)).T
-                wrenches.append(PointWrench(ib, c.point_b, -to_b @ mu, jnp.zeros_like(JB)))
-            g = se3.inv(gB) @ gA
-            Ad, Ai = se3.Ad(g), se3.Ad_inv(g)
-            wA = Ad.T @ mu
-            to_a = se3.Ad_inv(c.placement_a.astype(dtype)).T
-            wrenches.append(PointWrench(ia, c.point_a, to_a @ wA, to_a @ se3.adbar(wA) @ (JA - Ai @ JB)))
-            V = Ad @ JA - JB
-            Pt = Phi.T
-            eps = se3.log(g)
-            rows = (Pt @ eps, Pt @ V, Pt @ se3.dexp_inv(eps) @ V)
-            if etaA is None:  # a pass at rest
-                parts.append((*rows, None, None, None))
-                continue
-            y = Ad @ etaA
-            d_etad = lambda Q, R, eta: Q - ad(eta) @ R  # (D74)
-            acc_q = (
-                Ad @ d_etad(QA, RA, etaA)
-                - ad(Ad @ etadA) @ V
-                - d_etad(QB, RB, etaB)
-                + ad(y) @ RB
-                - ad(etaB) @ (Ad @ RA - ad(y) @ V)
-            )
-            J_rate = lambda Y, R, eta, J: Y - R - ad(eta) @ J  # J̇ as a matrix (docstring)
-            Adot = Ad @ ad(etaA - Ai @ etaB) @ JA + Ad @ J_rate(YA, RA, etaA, JA) - J_rate(YB, RB, etaB, JB)
-            Aqd_q = Ad @ RA - ad(y) @ V - RB
-            parts.append((*rows, Pt @ Aqd_q, Pt @ Adot, Pt @ acc_q))
-        if not parts:
+        if not closures:
             empty = jnp.zeros((0, linkage.nv), lam.dtype)
-            return wrenches, _PassRows(jnp.zeros(0, lam.dtype), *(empty for _ in _PassRows._fields[1:]))
+            return [], _PassRows(jnp.zeros(0, lam.dtype), *(empty for _ in _PassRows._fields[1:]))
+        starts = np.cumsum([0, *(c.k for c in closures)])
+        args = []
+        for c, start in zip(closures, starts):
+            A = tuple(frame(linkage.index(c.link_a), c.point_a))
+            B = None if c.link_b is None else tuple(frame(linkage.index(c.link_b), c.point_b))
+            args.append((c.constrained, c.placement_a, c.placement_b, lam[start : start + c.k], A, B))
+        groups = {}  # closures of one shape, side by side: the fin-ray finger's five rib joints
+        for n, c in enumerate(closures):
+            groups.setdefault((c.link_b is None, c.k), []).append(n)
+        out = [None] * len(closures)
+        for members in groups.values():
+            for n, o in zip(members, side_by_side(one, [args[n] for n in members])):
+                out[n] = o
+        wrenches = []
+        for c, ((wB, wA, dwA), _) in zip(closures, out):
+            if wB is not None:
+                wrenches.append(PointWrench(linkage.index(c.link_b), c.point_b, wB, jnp.zeros_like(dwA)))
+            wrenches.append(PointWrench(linkage.index(c.link_a), c.point_a, wA, dwA))
+        parts = [rows for _, rows in out]
         return wrenches, _PassRows(*(None if x[0] is None else jnp.concatenate(x) for x in zip(*parts)))
 
     return applied

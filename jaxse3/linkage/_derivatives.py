@@ -419,7 +419,7 @@ _CARRIED = ("J", "RB", "QB", "YB")
 
 
 def _equal_links(linkage: Linkage, prep: list) -> list[list[int]]:
-    """The links in groups whose passes run side by side (:func:`_side_by_side`), groups in order of depth: links at
+    """The links in groups whose passes run side by side (:func:`side_by_side`), groups in order of depth: links at
     one depth whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated
     robot, the three pillars of the parallel robot, a fin-ray finger's walls and ribs at one depth). A joint with a
     chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
@@ -445,7 +445,7 @@ def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[i
     return out
 
 
-def _side_by_side(fn: Callable, args: list[tuple]) -> list:
+def side_by_side(fn: Callable, args: list[tuple]) -> list:
     """``[fn(*a) for a in args]``, for several members by one ``jax.vmap`` over their stacked arguments (traced and
     compiled once)."""
     if len(args) == 1:
@@ -526,7 +526,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                 bases.append(
                     end._replace(**{f: _move_columns(getattr(end, f), cols[parent], cols[i]) for f in _CARRIED})
                 )
-        outs = _side_by_side(forward_link, [(b, *prep[i]) for b, i in zip(bases, g)])
+        outs = side_by_side(forward_link, [(b, *prep[i]) for b, i in zip(bases, g)])
         for i, (pts, terms, quantities) in zip(g, outs):
             forward[i] = (prep[i][0], pts, terms, quantities, prep[i][1])
     aux = None
@@ -549,7 +549,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
     for g in reversed(groups):  # children first
         backward_link = functools.partial(_backward_link, linkage.links[g[0]])  # (its chart: links of one alone)
         args = [(*forward[i][:4], ahead[i], q[linkage.q_slice(i)]) for i in g]
-        outs = _side_by_side(backward_link, args)
+        outs = side_by_side(backward_link, args)
         for i, (sums, rows, composite) in zip(g, outs):
             wrenches[i] = composite
             quantities, place, vs, parent = forward[i][3], forward[i][4], linkage.v_slice(i), linkage.parents[i]
