@@ -459,6 +459,8 @@ class ConstrainedResidualTerm(AbstractTerm):
         jacobian: optional ``jacobian(t, q, qd, qdd, lam, args) -> (∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q)``, shapes
             ``(n, n)`` three times, ``(n, m)``, ``(m, n)`` (blocks with a leading ``B`` for a stack ``q`` ``(B, n)``,
             ``λ`` ``(B, m)``); when None, ``jax.jacfwd`` of ``residual`` and ``constraint`` (vectors only).
+        bias: optional ``bias(t, q, qd, args) -> ë − (∂e/∂q) q̈`` (m,) (:meth:`constraint_bias`) in closed form; when
+            None, nested JVPs of ``constraint``.
 
     Integrated by :class:`ConstrainedNewmark`. As a diffrax term, ``vf(t, (q, q̇), args)`` returns ``(q̇, q̈)`` with
     ``(q̈, λ)`` solving r = 0 and ë = 0 (:meth:`solve_acceleration`).
@@ -467,6 +469,7 @@ class ConstrainedResidualTerm(AbstractTerm):
     residual: Callable[..., jax.Array]
     constraint: Callable[..., jax.Array]
     jacobian: Callable[..., tuple[jax.Array, ...]] | None = None
+    bias: Callable[..., jax.Array] | None = None
 
     def partials(
         self,
@@ -484,7 +487,10 @@ class ConstrainedResidualTerm(AbstractTerm):
     def constraint_bias(
         self, t: Real[ArrayLike, ""], q: Float[Array, "*b n"], qd: Float[Array, "*b n"], args: PyTree[Any]
     ) -> Float[Array, "*b m"]:
-        """``ë − (∂e/∂q) q̈``: the second derivative of ``s ↦ e(t + s, q + s q̇)`` at s = 0 (by nested JVPs)."""
+        """``ë − (∂e/∂q) q̈``: the second derivative of ``s ↦ e(t + s, q + s q̇)`` at s = 0 (``bias``, or by nested
+        JVPs of ``constraint``)."""
+        if self.bias is not None:
+            return self.bias(t, q, qd, args)
         one = jnp.ones_like(jnp.asarray(t, dtype=q.dtype))
         path = lambda s: self.constraint(t + s, q + s * qd, args)
         rate = lambda s: jax.jvp(path, (s,), (one,))[1]

@@ -57,7 +57,6 @@ from jaxse3.linkage._derivatives import (
     IDDerivatives,
     PointWrench,
     covered,
-    side_by_side,
     tree_derivatives_with_wrenches,
 )
 from jaxse3.linkage._dynamics import (
@@ -66,6 +65,7 @@ from jaxse3.linkage._dynamics import (
     dynamics_of_states,
     generalized_forces,
     point_states,
+    side_by_side,
 )
 from jaxse3.linkage._model import Linkage, _concrete, checked_pose, plane_frame
 from jaxse3.linkage._rules import generalized_forces_derivatives
@@ -258,10 +258,12 @@ def check_closures(linkage: Linkage, closures: Closure | Sequence[Closure]) -> t
 
 
 class _Relative(NamedTuple):
-    """One closure's relative motion: g_BA, Ad_{g_BA} J_A − J_B, and Ad_{g_BA} η̇_A − η̇_B − ad_{η_B} Ad_{g_BA} η_A."""
+    """One closure's relative motion: g_BA, Ad_{g_BA} J_A − J_B, its velocity Ad_{g_BA} η_A − η_B and
+    Ad_{g_BA} η̇_A − η̇_B − ad_{η_B} Ad_{g_BA} η_A."""
 
     g: Float[Array, "4 4"]
     V: Float[Array, "6 nv"]
+    rate: Float[Array, " 6"]
     acc: Float[Array, " 6"]
 
 
@@ -274,35 +276,39 @@ def _placed(point: tuple[Array, ...], P: Array) -> tuple[Array, ...]:
     return (g @ P, *(None if x is None else Pi @ x for x in twists))
 
 
-def _frame(linkage: Linkage, s: PointStates, link: str, point: int, P: Array) -> tuple[Array, ...]:
-    """(g, η, η̇, J) of a frame at pose P in a point's frame (module docstring)."""
+def _point(linkage: Linkage, s: PointStates, link: str, point: int) -> tuple[Array, ...]:
+    """(g, η, η̇, J) of a link's computational point."""
     sl = linkage.points_of(link)
     k = sl.start + point % (sl.stop - sl.start)
-    return _placed((s.g[k], s.eta[k], s.etad[k], s.J[k]), P)
+    return s.g[k], s.eta[k], s.etad[k], s.J[k]
 
 
-def _relative(linkage: Linkage, c: Closure, s: PointStates) -> _Relative:
-    """Rates of g_BA at the point states ``s``: with V = (ġ_BA g_BA⁻¹)^∨ = Ad_{g_BA} η_A − η_B,
-    d/dt(Ad_{g_BA} J_A q̇ − J_B q̇) at fixed q̇ = ad_V Ad_{g_BA} η_A + Ad_{g_BA} J̇_A q̇ − J̇_B q̇
-    = Ad_{g_BA} η̇_A − η̇_B − ad_{η_B} Ad_{g_BA} η_A, with η̇ = J̇q̇ at q̈ = 0 (eq. (47b))."""
-    gA, etaA, etadA, JA = _frame(linkage, s, c.link_a, c.point_a, c.placement_a)
-    if c.link_b is None:
-        g = se3.inv(c.placement_b.astype(gA.dtype)) @ gA
+def _relative(A: tuple[Array, ...], place_a: Array, B: tuple[Array, ...] | None, place_b: Array) -> _Relative:
+    """Rates of g_BA from the points' (g, η, η̇, J) at q̈ = 0 (B None: frame B on the world) and the frames' placements
+    in them: with V q̇ = (ġ_BA g_BA⁻¹)^∨ = Ad_{g_BA} η_A − η_B, d/dt(Ad_{g_BA} J_A q̇ − J_B q̇) at fixed
+    q̇ = ad_V Ad_{g_BA} η_A + Ad_{g_BA} J̇_A q̇ − J̇_B q̇ = Ad_{g_BA} η̇_A − η̇_B − ad_{η_B} Ad_{g_BA} η_A, with η̇ = J̇q̇
+    at q̈ = 0 (eq. (47b))."""
+    gA, etaA, etadA, JA = _placed(A, place_a)
+    if B is None:
+        g = se3.inv(place_b.astype(gA.dtype)) @ gA
         Ad = se3.Ad(g)
-        return _Relative(g, Ad @ JA, Ad @ etadA)
-    gB, etaB, etadB, JB = _frame(linkage, s, c.link_b, c.point_b, c.placement_b)
+        return _Relative(g, Ad @ JA, Ad @ etaA, Ad @ etadA)
+    gB, etaB, etadB, JB = _placed(B, place_b)
     g = se3.inv(gB) @ gA
     Ad = se3.Ad(g)
-    return _Relative(g, Ad @ JA - JB, Ad @ etadA - etadB - se3.ad(etaB) @ (Ad @ etaA))
+    y = Ad @ etaA
+    return _Relative(g, Ad @ JA - JB, y - etaB, Ad @ etadA - etadB - se3.ad(etaB) @ y)
 
 
 class _Rows(NamedTuple):
-    """The closures' stacked rows: e (47c), A (47a), Ȧq̇ (47b; zero without q̇) and, when asked for, ∂e/∂q (D80)."""
+    """The closures' stacked rows: e (47c), A (47a), Ȧq̇ (47b; zero without q̇) and, when asked for, ∂e/∂q (D80)
+    and ë − (∂e/∂q)q̈ (:func:`closure_error_bias`)."""
 
     e: Float[Array, " n_c"]
     A: Float[Array, "n_c nv"]
     bias: Float[Array, " n_c"]
     de_dq: Float[Array, "n_c nv"] | None
+    e_bias: Float[Array, " n_c"] | None = None
 
 
 def _rows(
@@ -314,21 +320,34 @@ def _rows(
     return closures, _rows_of_states(linkage, closures, point_states(linkage, args["q"], args["qd"]), error_jacobian)
 
 
-def _rows_of_states(linkage: Linkage, closures, s: PointStates, error_jacobian: bool = False) -> _Rows:
+def _rows_of_states(
+    linkage: Linkage, closures, s: PointStates, error_jacobian: bool = False, error_bias: bool = False
+) -> _Rows:
     """The closures' rows from the point states ``s`` at (q, q̇, q̈ = 0)."""
     dtype = s.J.dtype
     if not closures:
         none, empty = jnp.zeros(0, dtype), jnp.zeros((0, linkage.nv), dtype)
-        return _Rows(none, empty, none, empty if error_jacobian else None)
-    parts = []
-    for c in closures:
-        r = _relative(linkage, c, s)
-        Pt = c.constrained.astype(dtype).T
+        return _Rows(none, empty, none, empty if error_jacobian else None, none if error_bias else None)
+
+    def one(Phi, place_a, place_b, A, B):  # a closure's rows
+        r = _relative(A, place_a, B, place_b)
+        Pt = Phi.astype(dtype).T
         eps = se3.log(r.g)
-        parts.append((Pt @ eps, Pt @ r.V, Pt @ r.acc, Pt @ se3.dexp_inv(eps) @ r.V if error_jacobian else None))
-    e, A, bias, de = zip(*parts)
+        de = Pt @ se3.dexp_inv(eps) @ r.V if error_jacobian else None
+        e_bias = None
+        if error_bias:  # d/dt (dexp⁻¹_ε V q̇) at fixed q̇, with ε̇ = dexp⁻¹_ε V q̇
+            epsd = se3.dexp_inv_apply(eps, r.rate)
+            e_bias = Pt @ (se3.d_dexp_inv_apply(eps, epsd, r.rate) + se3.dexp_inv_apply(eps, r.acc))
+        return Pt @ eps, Pt @ r.V, Pt @ r.acc, de, e_bias
+
+    point = lambda link, k: None if link is None else _point(linkage, s, link, k)
+    args = [
+        (c.constrained, c.placement_a, c.placement_b, point(c.link_a, c.point_a), point(c.link_b, c.point_b))
+        for c in closures
+    ]
+    parts = side_by_side(one, args, [(c.link_b is None, c.k) for c in closures])  # closures of one shape together
     cat = lambda x: None if x[0] is None else jnp.concatenate(x)
-    return _Rows(cat(e), cat(A), cat(bias), cat(de))
+    return _Rows(*(cat(x) for x in zip(*parts)))
 
 
 def closure_error(
@@ -393,6 +412,30 @@ def closure_bias(
     with η_BA = η_A − Ad⁻¹_{g_BA} η_B the body twist of g_BA (the ad-term of (47b) is Ad_{g_BA} ad_{η_BA} J_A q̇, and
     Ad_{g_BA} ad_{η_BA} η_A = −ad_{η_B} Ad_{g_BA} η_A). η_B = η̇_B = 0 for a frame on the world."""
     return _rows("closure_bias", linkage, closures, q, qd)[1].bias
+
+
+def closure_error_bias(
+    linkage: Linkage, closures: Closure | Sequence[Closure], q: Float[Array, " nq"], qd: Float[Array, " nv"]
+) -> Float[Array, " n_c"]:
+    """ë − (∂e/∂q) q̈ = d²/ds² e(q + s q̇) at s = 0, (n_c,): what the closures' errors e (:func:`closure_error`)
+    accelerate by at q̈ = 0, off the constraint manifold too (the index-3 form's acceleration-level constraint,
+    ë = (∂e/∂q) q̈ + this = 0), from one forward pass at q̈ = 0. With ė = Φ⊥ᵀ dexp⁻¹_ε w, w = V q̇ =
+    Ad_{g_BA} η_A − η_B and ε̇ = dexp⁻¹_ε w:
+
+        ë − (∂e/∂q) q̈ = ∥ Φ⊥ᵀ((D_ε dexp⁻¹_ε)(ε̇) w + dexp⁻¹_ε (Ad_{g_BA} η̇_A − η̇_B − ad_{η_B} Ad_{g_BA} η_A)),
+
+    the second term's bracket that of :func:`closure_bias` (η̇ = J̇q̇ at q̈ = 0). Where g_BA = 1 (ε = 0) it equals
+    :func:`closure_bias` (dexp⁻¹_0 = 1, and (D_ε dexp⁻¹_ε)(w) w = −½ ad_w w = 0). Linkages whose coordinates are
+    tangents (:func:`~jaxse3.linkage._derivatives.covered`; q + s q̇ is a path in coordinates)."""
+    closures = check_closures(linkage, closures)
+    args = check_state("closure_error_bias", linkage, q=q, qd=qd)
+    if not covered(linkage):
+        raise ValueError(
+            "closure_error_bias: the linkage has spherical or free joints in quaternion coordinates (nq != nv), "
+            "where q + s q̇ is not a path; build it with coordinates='exponential'"
+        )
+    s = point_states(linkage, args["q"], args["qd"])
+    return _rows_of_states(linkage, closures, s, error_bias=True).e_bias
 
 
 def _check_baumgarte_time(fname: str, baumgarte_time) -> Array:
@@ -799,13 +842,7 @@ def _closure_pass(linkage: Linkage, closures, lam: Array):
             A = tuple(frame(linkage.index(c.link_a), c.point_a))
             B = None if c.link_b is None else tuple(frame(linkage.index(c.link_b), c.point_b))
             args.append((c.constrained, c.placement_a, c.placement_b, lam[start : start + c.k], A, B))
-        groups = {}  # closures of one shape, side by side: the fin-ray finger's five rib joints
-        for n, c in enumerate(closures):
-            groups.setdefault((c.link_b is None, c.k), []).append(n)
-        out = [None] * len(closures)
-        for members in groups.values():
-            for n, o in zip(members, side_by_side(one, [args[n] for n in members])):
-                out[n] = o
+        out = side_by_side(one, args, [(c.link_b is None, c.k) for c in closures])  # closures of one shape together
         wrenches = []
         for c, ((wB, wA, dwA), _) in zip(closures, out):
             if wB is not None:

@@ -73,6 +73,7 @@ from jaxse3.linkage._dynamics import (
     joint_transform,
     per_rod,
     rod_joints,
+    side_by_side,
     speed,
 )
 from jaxse3.linkage._model import Link, Linkage, PointInertias, joint_basis, point_inertias, point_loads
@@ -443,15 +444,6 @@ def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[i
             rest = cols[i][(cols[i] < vs.start) | (cols[i] >= vs.stop)]
             out[i] = np.concatenate([np.arange(vs.start, vs.stop), rest, -np.ones(width - cols[i].size, int)])
     return out
-
-
-def side_by_side(fn: Callable, args: list[tuple]) -> list:
-    """``[fn(*a) for a in args]``, for several members by one ``jax.vmap`` over their stacked arguments (traced and
-    compiled once)."""
-    if len(args) == 1:
-        return [fn(*args[0])]
-    out = jax.vmap(fn)(*jax.tree.map(lambda *x: jnp.stack(x), *args))
-    return [jax.tree.map(lambda a, k=k: a[k], out) for k in range(len(args))]
 
 
 def _column_blocks(linkage: Linkage, couplings: Sequence[tuple[int, int | None]] | None) -> list[np.ndarray]:

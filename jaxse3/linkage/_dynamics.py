@@ -35,11 +35,12 @@ of :mod:`jaxse3.linkage._derivatives` as ``custom_jvp`` rules (:mod:`jaxse3.link
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxse3 import rigid, rod as rods, se3
@@ -101,9 +102,31 @@ def check_state(fname: str, linkage: Linkage, **arrays: ArrayLike | None) -> dic
     return out
 
 
-def _embed(J: Array, S: Array, start: int) -> Array:
-    """J + [0 S 0]: the columns of a link's coordinates added at ``start``."""
-    return J.at[:, start : start + S.shape[1]].add(S)
+def _embed(J: Array, S: Array, start: int | Array) -> Array:
+    """J + [0 S 0]: the columns of a link's coordinates added at ``start``, or J + S E with E = ``start`` the (n_l, nv)
+    matrix that places them (links run side by side, :func:`side_by_side`)."""
+    if isinstance(start, int):
+        return J.at[:, start : start + S.shape[1]].add(S)
+    return J + S @ start
+
+
+def side_by_side(fn: Callable, args: list[tuple], keys: Sequence | None = None) -> list:
+    """``[fn(*a) for a in args]``, for several members by one ``jax.vmap`` over their stacked arguments (traced and
+    compiled once); ``keys``: one per member, members of equal keys run together (their arguments of equal shapes),
+    the results in the members' order."""
+    if keys is not None:
+        groups = {}
+        for n, key in enumerate(keys):
+            groups.setdefault(key, []).append(n)
+        out = [None] * len(args)
+        for members in groups.values():
+            for n, o in zip(members, side_by_side(fn, [args[n] for n in members])):
+                out[n] = o
+        return out
+    if len(args) == 1:
+        return [fn(*args[0])]
+    out = jax.vmap(fn)(*jax.tree.map(lambda *x: jnp.stack(x), *args))
+    return [jax.tree.map(lambda a, k=k: a[k], out) for k in range(len(args))]
 
 
 def joint_transform(link: Link, qi: Float[Array, " nq_j"]) -> Float[Array, "4 4"]:
@@ -244,26 +267,52 @@ def point_states(
     dtype = jnp.result_type(q, linkage.gravity.dtype)
     zero = jnp.zeros(linkage.nv, dtype)
     qd, qdd = (zero if args[k] is None else args[k] for k in ("qd", "qdd"))
-    ends, out = [], []
+    n = len(linkage.links)
+    ends, out = [None] * n, [None] * n
     world = (jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype), jnp.zeros(6, dtype), jnp.zeros((6, linkage.nv), dtype))
     rods_joints = rod_joints(linkage, q, qd, qdd)
-    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
-        g, eta, etad, J = world if parent < 0 else ends[parent]
-        P = link.placement.astype(dtype)
+
+    def soft(jt, place, P, g, eta, etad, J):  # a rod's points from its base moving as the joint frame
         Pi = se3.Ad_inv(P)
-        joint_frame = (g @ P, Pi @ eta, Pi @ etad, Pi @ J)
-        qs, vs = linkage.q_slice(i), linkage.v_slice(i)
-        if link.joint == "soft":
-            j = rods_joints[i]  # the rod's points from its base moving as the joint frame (module docstring)
-            pts = _chain(JointTerms(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc), False, vs.start, *joint_frame)
-            ends.append(tuple(a[-1] for a in pts))
-        else:
-            end = _rigid_link(link, vs.start, q[qs], qd[vs], qdd[vs], *joint_frame)
-            pts = tuple(a[None] for a in end)
-            ends.append(end)
+        return _chain(jt, False, place, g @ P, Pi @ eta, Pi @ etad, Pi @ J)
+
+    for group in _soft_groups(linkage, rods_joints):  # parents first; rods of one shape at one depth side by side
+        args = []
+        for i in group:
+            link, vs = linkage.links[i], linkage.v_slice(i)
+            j = rods_joints.get(i)
+            frame = world if linkage.parents[i] < 0 else ends[linkage.parents[i]]
+            if link.joint != "soft":
+                Pi = se3.Ad_inv(P := link.placement.astype(dtype))
+                joint_frame = (frame[0] @ P, *(Pi @ x for x in frame[1:]))
+                ends[i] = _rigid_link(link, vs.start, q[linkage.q_slice(i)], qd[vs], qdd[vs], *joint_frame)
+                out[i] = tuple(a[None] for a in ends[i])
+                continue
+            place = vs.start if len(group) == 1 else np.eye(linkage.nv)[vs]  # the columns of its coordinates
+            jt = JointTerms(j.step, j.Ad_inv, j.coAd, j.S, j.S_qd, j.S_acc)
+            args.append((jt, place, link.placement.astype(dtype), *frame))
+        if args:
+            for i, pts in zip(group, side_by_side(soft, args)):
+                ends[i], out[i] = tuple(a[-1] for a in pts), pts
+    for i in range(n):
         m = point_inertias(linkage, i, dtype)
-        out.append((*pts, m.inertia, m.gravity, jnp.zeros_like(pts[1]) if m.drag is None else m.drag))
+        out[i] = (*out[i], m.inertia, m.gravity, jnp.zeros_like(out[i][1]) if m.drag is None else m.drag)
     return PointStates(*(jnp.concatenate(parts) for parts in zip(*out)))
+
+
+def _soft_groups(linkage: Linkage, rods_joints: Mapping[int, rod_kinematics.Joints]) -> list[list[int]]:
+    """The links in groups, parents first (by depth): soft links at one depth whose rods' joints have equal shapes
+    together, every rigid link alone."""
+    depth, groups = [], {}
+    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+        depth.append(0 if parent < 0 else depth[parent] + 1)
+        if link.joint == "soft":
+            leaves, tree = jax.tree.flatten(rods_joints[i])
+            key = (depth[i], tree, tuple((a.shape, a.dtype) for a in leaves))
+        else:
+            key = (depth[i], i)
+        groups.setdefault(key, []).append(i)
+    return sorted(groups.values(), key=lambda g: (depth[g[0]], g[0]))
 
 
 def forward_kinematics(linkage: Linkage, q: Float[Array, " nq"]) -> Float[Array, "n_points 4 4"]:

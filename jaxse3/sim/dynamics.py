@@ -251,6 +251,28 @@ def _constraint(t, q, args):
     return system.constraint(system.params, q, inputs(t))
 
 
+def _constraint_bias(t, q, qd, args):
+    """ë − (∂e/∂q) q̈ = d²/ds² e(q + s q̇, u(t + s)) at s = 0 in closed form (``System.constraint_bias``), with the
+    inputs' rates u̇, ü by nested JVPs in t."""
+    system, inputs, _ = args
+    t = jnp.asarray(t, dtype=q.dtype)
+    one = jnp.ones_like(t)
+    (u, ud), (_, udd) = jax.jvp(lambda s: jax.jvp(inputs, (s,), (one,)), (t,), (one,))
+    return system.constraint_bias(system.params, q, qd, u, ud, udd)
+
+
+def _constrained_term(system, axes=None) -> ConstrainedResidualTerm:
+    """The index-3 term of ``system`` (``axes``: of a stack, :func:`_stacked`), with the system's closed-form
+    constraint bias where it has one."""
+    bias = None if system.constraint_bias is None else _constraint_bias
+    if axes is None:
+        return ConstrainedResidualTerm(_multiplier_residual, _constraint, bias=bias)
+    stack = lambda fn: None if fn is None else _stacked(fn, axes)
+    return ConstrainedResidualTerm(
+        stack(_multiplier_residual), stack(_constraint), stack(_index3_partials), stack(bias)
+    )
+
+
 def _index3_partials(t, q, qd, qdd, lam, args):
     """(∂r/∂q, ∂r/∂q̇, ∂r/∂q̈, ∂r/∂λ, ∂e/∂q) of :func:`_multiplier_residual` and :func:`_constraint`."""
     return (
@@ -413,7 +435,7 @@ def constraint_forces(
 
 @eqx.filter_jit
 def _multipliers(system, inputs, t, q, qd):
-    term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
+    term = _constrained_term(system)
     args = (system, inputs, system.multiplier_residual)
     one = lambda t, q, qd: term.solve_acceleration(t, q, qd, args, 1e-12, 4).value[system.n_dof :]
     return jax.vmap(one)(t, q, qd)
@@ -657,11 +679,7 @@ def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
     """(term, method, step controller, args) of one simulation."""
     fd_jac = finite_difference if cfg.jacobian == "finite-difference" else (lambda f: f)
     if cfg.solver in INDEX3:
-        if axes is None:
-            term = ConstrainedResidualTerm(_multiplier_residual, _constraint)
-        else:
-            stack = lambda fn: _stacked(fn, axes)
-            term = ConstrainedResidualTerm(stack(_multiplier_residual), stack(_constraint), stack(_index3_partials))
+        term = _constrained_term(system, axes)
         method = cfg.newmark(ConstrainedNewmark)
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.multiplier_residual))
     if cfg.solver in FIXED_STEP:

@@ -81,6 +81,10 @@ class System(eqx.Module):
         rest_multiplier_residual: ``(params, q, λ, u) -> …``, ``multiplier_residual`` at rest by a path without
             velocity terms, for statics; ``None``: ``multiplier_residual`` at zero velocity and acceleration.
         n_constraints: number of rows of ``constraint`` (0 without).
+        constraint_bias: ``(params, q, q̇, u, u̇, ü) -> ë − (∂e/∂q) q̈``, the second derivative of
+            s ↦ e(q + s q̇, u(t + s)) at s = 0 given the inputs' rates (n_constraints,), in closed form (closed
+            chains: :func:`jaxse3.linkage.closure_error_bias`), for the index-3 form's start; ``None``: nested JVPs
+            of ``constraint``.
         energy: ``(params, q, q̇) -> Energy(kinetic, elastic, gravitational)`` (:class:`jaxse3.rod.Energy`, ``.total``),
             the mechanical energy (rods: :func:`jaxse3.rod.energy`; linkages: :func:`jaxse3.linkage.energy`), or
             ``None`` where the model has none.
@@ -99,6 +103,7 @@ class System(eqx.Module):
     multiplier_residual: Callable | None = eqx.field(static=True, default=None)
     rest_multiplier_residual: Callable | None = eqx.field(static=True, default=None)
     n_constraints: int = eqx.field(static=True, default=0)
+    constraint_bias: Callable | None = eqx.field(static=True, default=None)
     energy: Callable | None = eqx.field(static=True, default=None)
 
     def acceleration(
@@ -341,6 +346,15 @@ def _closed_constraint(chain, q, u):
     return jnp.concatenate([e, q[k] - u[:nk]])
 
 
+def _closed_constraint_bias(chain, q, qd, u, ud, udd):
+    """d²/ds² of :func:`_closed_constraint` along (q + s q̇, u(t + s)): the closures' (closed form), then −q̈_k(t)."""
+    b = linkages.closure_error_bias(chain.linkage, chain.closures, q, qd)
+    if chain.control is None:
+        return b
+    _, _, nk = _split(chain.control)
+    return jnp.concatenate([b, -udd[:nk]])
+
+
 def _with_efforts(chain, lam, u, residual):
     """``residual(λ_c, u_linkage)`` of the closures' multipliers λ_c and the linkage's inputs, + λ_k on the prescribed
     joints' rows (their efforts; the linkage's inputs without them zero)."""
@@ -562,6 +576,7 @@ def linkage_system(
             control.n_inputs,
             _closed_scale_loads,
             constraint=_closed_constraint,
+            constraint_bias=_closed_constraint_bias,
             multiplier_residual=_closed_multiplier_residual,
             rest_multiplier_residual=_closed_rest_multiplier_residual,
             n_constraints=sum(c.k for c in closures) + len(control.known),
@@ -577,6 +592,7 @@ def linkage_system(
             linkage.n_inputs,
             _closed_scale_loads,
             constraint=_closed_constraint,
+            constraint_bias=_closed_constraint_bias,
             multiplier_residual=_closed_multiplier_residual,
             rest_multiplier_residual=_closed_rest_multiplier_residual,
             n_constraints=sum(c.k for c in closures),

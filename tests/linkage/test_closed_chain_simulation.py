@@ -12,12 +12,14 @@ Oracles independent of the closure algorithms, on the planar four-bar of :mod:`t
 """
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxse3 import linkage as lk, sim
+from jaxse3.sim import dynamics
 from jaxse3.sim.trajectory import Trajectory
 from tests.linkage.four_bar import FOUR_BAR, PLANAR, energy, four_bar_pose, reduced, reduced_acceleration, wrap
 
@@ -234,6 +236,23 @@ def test_index3_newmark_with_a_prescribed_crank_is_the_closed_form_and_its_effor
         sim.simulate(system, inputs, t_final=0.1, q0=q0.at[0].add(0.1), solver="newmark-index3")
     with pytest.raises(TypeError, match="constraint_forces: 'system' has no constraints"):
         sim.constraint_forces(sim.linkage_system(FOUR_BAR), traj)
+
+
+def test_index3_start_uses_the_closed_form_constraint_bias(crank):
+    """The index-3 form's ë − (∂e/∂q)q̈ (the start's acceleration-level constraints) from the system's closed form
+    (:func:`~jaxse3.linkage.closure_error_bias` and −q̈_k(t)) equals the nested JVPs of the constraint in (t, q) it
+    replaces, off the manifold and moving, at a time where the prescription accelerates."""
+    system, inputs = crank
+    assert system.constraint_bias is not None
+    closed = dynamics._constrained_term(system)
+    nested = eqx.tree_at(lambda term: term.bias, closed, None, is_leaf=lambda x: x is None)
+    key = jax.random.split(jax.random.PRNGKey(7))
+    q, qd = (0.5 * jax.random.normal(k, (system.n_dof,)) for k in key)
+    args = (system, inputs, system.multiplier_residual)
+    got, want = (term.constraint_bias(0.3, q, qd, args) for term in (closed, nested))
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    assert np.abs(want[-1]) > 1.0  # the crank's −q̈_k(t)
+    np.testing.assert_allclose(want[-1], -jax.grad(jax.grad(_crank_angle))(0.3), rtol=1e-12)
 
 
 @pytest.mark.parametrize("solver", ["kvaerno5", "newmark"])

@@ -169,6 +169,8 @@ def chain():
         error = lambda q: lk.closure_error(CHAIN, closures, q)
         plain = lambda q: _error_plain(CHAIN, lk.check_closures(CHAIN, closures), q)  # no rule
         rate = lambda t: lk.closure_jacobian(CHAIN, closures, q + t * qd) @ qd
+        path = lambda s: _error_plain(CHAIN, lk.check_closures(CHAIN, closures), q + s * qd)
+        second = jax.jvp(lambda s: jax.jvp(path, (s,), (1.0,))[1], (0.0,), (1.0,))[1]  # d²e(q + s q̇)/ds², no rule
         return (
             error(q),
             lk.closure_jacobian(CHAIN, closures, q),
@@ -177,6 +179,8 @@ def chain():
             lk.closure_bias(CHAIN, closures, q, qd),
             jax.jvp(rate, (0.0,), (1.0,))[1],
             jax.jacfwd(error)(q),
+            lk.closure_error_bias(CHAIN, closures, q, qd),
+            second,
         )
 
     def dynamics(q, qd, u, T):
@@ -205,7 +209,7 @@ def test_constraint_matrix_is_the_error_jacobian_where_the_frames_coincide(chain
     plain error)."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, 0)
-    e, A, de_dq, de_auto, *_ = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)
+    e, A, de_dq, de_auto, *_ = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)[:7]
     np.testing.assert_allclose(e, 0.0, atol=1e-12)
     np.testing.assert_allclose(A, de_auto, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(de_dq, A, atol=1e-12)
@@ -219,7 +223,7 @@ def test_error_jacobian_off_the_manifold(chain, seed):
     dexp_{−ε}⁻¹ is off by O(1)."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, seed, 0.8)
-    e, A, de_dq, de_auto, _, _, de_rule = rows(ALL_KINDS, q, qd)
+    e, A, de_dq, de_auto, _, _, de_rule = rows(ALL_KINDS, q, qd)[:7]
     assert np.abs(e).max() > 0.05
     scale = np.abs(de_auto).max()
     np.testing.assert_allclose(de_dq, de_auto, rtol=1e-10, atol=1e-10 * scale)
@@ -280,8 +284,25 @@ def test_bias_is_the_rate_of_the_constraint_matrix(chain, seed):
     """Ȧq̇ (eq. (47b)) equals d/dt A(q + t q̇) q̇ by jax.jvp, for every kind and both frames moving."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, seed, 0.8)
-    *_, bias, want, _ = rows(ALL_KINDS, q, qd)
+    *_, bias, want, _ = rows(ALL_KINDS, q, qd)[:7]
     np.testing.assert_allclose(bias, want, rtol=1e-10, atol=1e-11 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_error_bias_is_the_second_rate_of_the_error(chain, seed):
+    """ë − (∂e/∂q)q̈ (:func:`~jaxse3.linkage.closure_error_bias`, closed form) equals d²/ds² e(q + s q̇) by nested
+    JVPs of the plain error (no rule), for every kind off the manifold (e ≠ 0), where Ȧq̇ does not; where the frames
+    coincide (g_BA = 1) it is Ȧq̇."""
+    rows = chain[0]
+    q, qd, _ = _random_state(CHAIN, seed, 0.8)
+    e, *_, bias, _, _, e_bias, want = rows(ALL_KINDS, q, qd)
+    assert np.abs(e).max() > 0.05
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(e_bias, want, rtol=1e-10, atol=1e-11 * scale)
+    assert np.abs(bias - want).max() > 1e-2 * scale
+    e, *_, bias, _, _, e_bias, want = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)
+    np.testing.assert_allclose(e_bias, want, rtol=1e-10, atol=1e-11 * np.abs(want).max())
+    np.testing.assert_allclose(e_bias, bias, rtol=1e-10, atol=1e-11 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("seed", [5, 6])
@@ -372,6 +393,8 @@ def test_quaternion_joints_differentiate_in_the_tangent_space():
     de_dq, A, auto = jacobians(_coinciding(linkage, [closure], q)[0])
     np.testing.assert_allclose(de_dq, auto, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(A, auto, rtol=1e-12, atol=1e-13)
+    with pytest.raises(ValueError, match=r"closure_error_bias: .* quaternion coordinates"):
+        lk.closure_error_bias(linkage, closure, q, jnp.zeros(linkage.nv))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
