@@ -69,6 +69,7 @@ from jaxse3 import rigid, se3
 from jaxse3.linkage._dynamics import (
     applied_wrenches,
     check_state,
+    depth_groups,
     exponential_joint,
     joint_transform,
     per_rod,
@@ -424,13 +425,8 @@ def _equal_links(linkage: Linkage, prep: list) -> list[list[int]]:
     one depth whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated
     robot, the three pillars of the parallel robot, a fin-ray finger's walls and ribs at one depth). A joint with a
     chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
-    depth, groups = [], {}
-    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
-        depth.append(0 if parent < 0 else depth[parent] + 1)
-        leaves, tree = jax.tree.flatten(prep[i])
-        key = (depth[i], tree, tuple((a.shape, a.dtype) for a in leaves))
-        groups.setdefault((depth[i], i) if link.exponential or link.quaternion else key, []).append(i)
-    return sorted(groups.values(), key=lambda g: (depth[g[0]], g[0]))
+    alone = lambda link: link.exponential or link.quaternion
+    return depth_groups(linkage, lambda i: None if alone(linkage.links[i]) else prep[i])
 
 
 def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[int]]) -> list[np.ndarray]:

@@ -276,7 +276,7 @@ def point_states(
         Pi = se3.Ad_inv(P)
         return _chain(jt, False, place, g @ P, Pi @ eta, Pi @ etad, Pi @ J)
 
-    for group in _soft_groups(linkage, rods_joints):  # parents first; rods of one shape at one depth side by side
+    for group in depth_groups(linkage, rods_joints.get):  # parents first; rods of one shape at one depth together
         args = []
         for i in group:
             link, vs = linkage.links[i], linkage.v_slice(i)
@@ -300,17 +300,18 @@ def point_states(
     return PointStates(*(jnp.concatenate(parts) for parts in zip(*out)))
 
 
-def _soft_groups(linkage: Linkage, rods_joints: Mapping[int, rod_kinematics.Joints]) -> list[list[int]]:
-    """The links in groups, parents first (by depth): soft links at one depth whose rods' joints have equal shapes
-    together, every rigid link alone."""
+def depth_groups(linkage: Linkage, shapes: Callable[[int], Any]) -> list[list[int]]:
+    """The links in groups, parents first (by depth), to run side by side (:func:`side_by_side`): links at one depth
+    whose ``shapes(i)`` (a pytree; None: the link alone) have equal structures, leaf shapes and dtypes."""
     depth, groups = [], {}
-    for i, (link, parent) in enumerate(zip(linkage.links, linkage.parents)):
+    for i, parent in enumerate(linkage.parents):
         depth.append(0 if parent < 0 else depth[parent] + 1)
-        if link.joint == "soft":
-            leaves, tree = jax.tree.flatten(rods_joints[i])
-            key = (depth[i], tree, tuple((a.shape, a.dtype) for a in leaves))
-        else:
+        tree = shapes(i)
+        if tree is None:
             key = (depth[i], i)
+        else:
+            leaves, structure = jax.tree.flatten(tree)
+            key = (depth[i], structure, tuple((jnp.shape(a), jnp.result_type(a)) for a in leaves))
         groups.setdefault(key, []).append(i)
     return sorted(groups.values(), key=lambda g: (depth[g[0]], g[0]))
 

@@ -163,6 +163,9 @@ def _coinciding(linkage, closures, q):
     return tuple(out)
 
 
+H2 = 1e-3  # the step of the central second differences along q̇
+
+
 @pytest.fixture(scope="module")
 def chain():
     def rows(closures, q, qd):
@@ -181,6 +184,7 @@ def chain():
             jax.jacfwd(error)(q),
             lk.closure_error_bias(CHAIN, closures, q, qd),
             second,
+            (error(q + H2 * qd) - 2.0 * error(q) + error(q - H2 * qd)) / H2**2,  # its central second difference
         )
 
     def dynamics(q, qd, u, T):
@@ -291,16 +295,17 @@ def test_bias_is_the_rate_of_the_constraint_matrix(chain, seed):
 @pytest.mark.parametrize("seed", [3, 4])
 def test_error_bias_is_the_second_rate_of_the_error(chain, seed):
     """ë − (∂e/∂q)q̈ (:func:`~jaxse3.linkage.closure_error_bias`, closed form) equals d²/ds² e(q + s q̇) by nested
-    JVPs of the plain error (no rule), for every kind off the manifold (e ≠ 0), where Ȧq̇ does not; where the frames
-    coincide (g_BA = 1) it is Ȧq̇."""
+    JVPs of the plain error (no rule) and by central second differences, for every kind off the manifold (e ≠ 0),
+    where Ȧq̇ does not; where the frames coincide (g_BA = 1) it is Ȧq̇."""
     rows = chain[0]
     q, qd, _ = _random_state(CHAIN, seed, 0.8)
-    e, *_, bias, _, _, e_bias, want = rows(ALL_KINDS, q, qd)
+    e, *_, bias, _, _, e_bias, want, central = rows(ALL_KINDS, q, qd)
     assert np.abs(e).max() > 0.05
     scale = np.abs(want).max()
     np.testing.assert_allclose(e_bias, want, rtol=1e-10, atol=1e-11 * scale)
+    np.testing.assert_allclose(e_bias, central, rtol=1e-5, atol=1e-6 * scale)
     assert np.abs(bias - want).max() > 1e-2 * scale
-    e, *_, bias, _, _, e_bias, want = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)
+    e, *_, bias, _, _, e_bias, want, _ = rows(_coinciding(CHAIN, ALL_KINDS, q), q, qd)
     np.testing.assert_allclose(e_bias, want, rtol=1e-10, atol=1e-11 * np.abs(want).max())
     np.testing.assert_allclose(e_bias, bias, rtol=1e-10, atol=1e-11 * np.abs(want).max())
 
