@@ -67,6 +67,7 @@ from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
 from jaxse3.linkage._dynamics import (
+    add_columns,
     applied_wrenches,
     check_state,
     depth_groups,
@@ -231,7 +232,7 @@ def _chart_correction(S: Array, qd: Array, qdd: Array) -> tuple[Array, Array]:
 def _embed(X: Array, S: Array) -> Array:
     """X + [S 0]: a link's (6, n_l) columns added at its coordinates, the first of those its pass carries
     (:func:`_group_columns`)."""
-    return X.at[:, : S.shape[1]].add(S)
+    return add_columns(X, S, 0)
 
 
 def _forward_link(k: Kinematics, jt: LinkJoints) -> tuple[Kinematics, tuple[Array, ...]]:
@@ -531,7 +532,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
             dw = _move_columns(w.d_wrench, every, cols[w.link])
             p = p._replace(F=p.F.at[k].add(-w.wrench), dF=p.dF.at[k].add(-dw))
             forward[w.link] = (jt, pts, terms, p, place)
-    tau, Mm, dq, dqd = (jnp.zeros((nv,), dtype), *(jnp.zeros((nv, nv), dtype) for _ in range(3)))
+    blocks = {}  # per link: its rows of τ, M, ∂ID/∂q, ∂ID/∂q̇ (n_l, nv) (None at rest: M, ∂ID/∂q̇)
     ahead = [Sums.zero(c.size, dtype, rest) for c in cols]
     wrenches = {}  # a rod's composite wrenches at its joints
     for g in reversed(groups):  # children first
@@ -540,7 +541,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
         outs = side_by_side(backward_link, args)
         for i, (sums, rows, composite) in zip(g, outs):
             wrenches[i] = composite
-            quantities, place, vs, parent = forward[i][3], forward[i][4], linkage.v_slice(i), linkage.parents[i]
+            quantities, place, parent = forward[i][3], forward[i][4], linkage.parents[i]
             if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
                 p0 = jax.tree.map(lambda a: a[0], quantities)
                 add = lambda a, b: None if a is None else a + b
@@ -551,14 +552,15 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                 widen = lambda x: _move_columns(x, cols[i], cols[parent])  # the child's columns, parent's
                 moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
                 ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
-            tau = tau.at[vs].set(rows[0])
-            Mm, dq, dqd = (
-                X if r is None else X.at[vs].set(_move_columns(r, cols[i], every))
-                for X, r in zip((Mm, dq, dqd), rows[1:])
-            )
+            blocks[i] = [rows[0], *(None if r is None else _move_columns(r, cols[i], every) for r in rows[1:])]
     C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
-        dq = dq.at[linkage.v_slice(i), linkage.v_slice(i)].add(local)
+        blocks[i][2] = add_columns(blocks[i][2], local, linkage.v_slice(i).start)
+    # the global vector and matrices: the links' rows in the order of their coordinates (eq. (42))
+    order = sorted(range(len(linkage.links)), key=lambda i: linkage.v_slice(i).start)
+    tau, Mm, dq, dqd = (
+        None if blocks[order[0]][k] is None else jnp.concatenate([blocks[i][k] for i in order]) for k in range(4)
+    )
     for i, link in enumerate(linkage.links):  # from the charts' derivatives to the tangent space at fixed ν, ν̇
         if link.quaternion:
             vs = linkage.v_slice(i)

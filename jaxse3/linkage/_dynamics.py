@@ -102,11 +102,19 @@ def check_state(fname: str, linkage: Linkage, **arrays: ArrayLike | None) -> dic
     return out
 
 
+def add_columns(X: Array, S: Array, start: int) -> Array:
+    """X + [0 S 0]: ``S`` (…, m) added to X's columns start … start + m − 1, by slices and a concatenation (XLA
+    fuses them into their neighbours; ``X.at[..].add`` is a scatter, which it does not)."""
+    end = start + S.shape[-1]
+    parts = [X[..., :start], X[..., start:end] + S, X[..., end:]]
+    return jnp.concatenate([p for p in parts if p.shape[-1]], axis=-1)
+
+
 def _embed(J: Array, S: Array, start: int | Array) -> Array:
     """J + [0 S 0]: the columns of a link's coordinates added at ``start``, or J + S E with E = ``start`` the (n_l, nv)
     matrix that places them (links run side by side, :func:`side_by_side`)."""
     if isinstance(start, int):
-        return J.at[:, start : start + S.shape[1]].add(S)
+        return add_columns(J, S, start)
     return J + S @ start
 
 
