@@ -14,10 +14,11 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   columns of its path from the root and of its subtree (:func:`_column_blocks`), where these matrices and the
   backward sums can be nonzero (a flagellum of the flagellated robot 19 of its 80), and where a closure's frame A lies
   in its subtree those of frame B's path, which the multiplier's derivative (D68) couples in. A link's pass carries
-  its own columns first, so its joints' terms are formed on those alone. Links at one depth whose joints, inertias
-  and loads have equal shapes run side by side, one ``vmap`` in each pass, their columns padded with zeros to the
-  widest (:func:`_equal_links`, :func:`_group_columns`: the six flagella, their hooks, the two shafts; a fin-ray
-  finger's walls and ribs at one depth), so their passes are traced and compiled once;
+  its own columns first, so its joints' terms are formed on those alone. Links on one level of a schedule (parents
+  first) whose joints, inertias and loads have equal shapes run side by side, one ``vmap`` in each pass, their
+  columns padded with zeros to the widest (:func:`_equal_links`, :func:`_group_columns`: the six flagella, their
+  hooks, the two shafts; a fin-ray finger's five hinges, and its five ribs with its last two walls), so their passes
+  are traced and compiled once;
 * **point quantities**: 𝓕_k (16) and 𝓝_k (20a) with full 6 × 6 screw inertias 𝓜_k (a rigid body's is not diagonal;
   in a :class:`~jaxse3.linkage.Fluid` with the added mass, and the drag in 𝓕_k and 𝓝_k, eqs. (62)–(66)). The weight
   −𝓜g_k Ad⁻¹_{g_k}𝓖 is a point load with ∂𝓕_k/∂q = −𝓜g_k ad_{Ad⁻¹_{g_k}𝓖} J_k transported as E^S (55, 56), not the
@@ -70,9 +71,9 @@ from jaxse3.linkage._dynamics import (
     add_columns,
     applied_wrenches,
     check_state,
-    depth_groups,
     exponential_joint,
     joint_transform,
+    link_groups,
     per_rod,
     rod_joints,
     side_by_side,
@@ -422,12 +423,13 @@ _CARRIED = ("J", "RB", "QB", "YB")
 
 
 def _equal_links(linkage: Linkage, prep: list) -> list[list[int]]:
-    """The links in groups whose passes run side by side (:func:`side_by_side`), groups in order of depth: links at
-    one depth whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated
-    robot, the three pillars of the parallel robot, a fin-ray finger's walls and ribs at one depth). A joint with a
-    chart (exponential or quaternion coordinates) stays alone: its backward step reads its link."""
+    """The links in groups whose passes run side by side (:func:`side_by_side`), parents first: links on one level
+    whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated robot, the
+    three pillars of the parallel robot, a fin-ray finger's ribs and its last walls), on the schedule with the fewest
+    groups (:func:`link_groups`). A joint with a chart (exponential or quaternion coordinates) stays alone: its
+    backward step reads its link."""
     alone = lambda link: link.exponential or link.quaternion
-    return depth_groups(linkage, lambda i: None if alone(linkage.links[i]) else prep[i])
+    return link_groups(linkage, lambda i: None if alone(linkage.links[i]) else prep[i], fewest=True)
 
 
 def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[int]]) -> list[np.ndarray]:

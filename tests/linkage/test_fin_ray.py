@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import linkage as lk
+from jaxse3.linkage._dynamics import link_groups
 from jaxse3.sim import scenarios
 
 WALL, BASE = 0.03, 0.02  # sidewall length and base width [m] (module docstring of the scenarios)
@@ -79,6 +80,23 @@ def test_structure(finger):
     assert (apex.link_a, apex.link_b, apex.k) == (f"wall_a{N}", f"wall_b{N}", 3)
     np.testing.assert_array_equal(apex.constrained, np.eye(6)[:, [2, 3, 4]])  # ω_z, v_x, v_y
     assert sum(c.k for c in closures) == 13
+
+
+def test_links_run_in_groups_parents_first(finger):
+    """The derivative pass's schedule (link_groups with fewest=True): every link after its parent, members of one
+    shape; on the finger, the five hinges together and the five ribs with the last two walls (9 groups, where one
+    group per depth and shape makes 13)."""
+    linkage = finger[0]
+    names = [link.name for link in linkage.links]
+    shape = lambda i: jnp.zeros((linkage.links[i].n_points, linkage.links[i].nv))
+    for fewest, n in ((False, 13), (True, 9)):
+        groups = link_groups(linkage, shape, fewest=fewest)
+        assert len(groups) == n and sorted(i for g in groups for i in g) == list(range(len(names)))
+        where = {i: k for k, g in enumerate(groups) for i in g}
+        assert all(where[p] < where[i] for i, p in enumerate(linkage.parents) if p >= 0)
+        assert all(len({shape(i).shape for i in g}) == 1 for g in groups)
+    assert [names[i] for i in groups[-2]] == [f"hinge{k}" for k in range(1, N)]
+    assert [names[i] for i in groups[-1]] == [f"wall_a{N}", f"wall_b{N}", *(f"rib{k}" for k in range(1, N))]
 
 
 def test_consistent_start(finger):
