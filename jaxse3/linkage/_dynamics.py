@@ -284,7 +284,7 @@ def point_states(
         Pi = se3.Ad_inv(P)
         return _chain(jt, False, place, g @ P, Pi @ eta, Pi @ etad, Pi @ J)
 
-    for group in link_groups(linkage, rods_joints.get):  # parents first; rods of one shape together
+    for group in link_groups(linkage, rods_joints.get):  # parents first; rods of one shape at one depth together
         args = []
         for i in group:
             link, vs = linkage.links[i], linkage.v_slice(i)
