@@ -3,11 +3,14 @@
 Points: exactly zero rotation, tiny angles, random, and both sides of the Taylor/closed-form switch (conftest.ANGLES).
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxse3 import se3
 from tests.lie import reference as ref
 from tests.lie.conftest import ANGLES, PHI0, point, vectors
 
@@ -189,23 +192,38 @@ def _spatial_twist(X, U, W, Y):
     return V
 
 
+@functools.partial(jax.jit, static_argnums=5)
+def _spatial_twist_rate(X, U, W, Y, t, order):
+    """The spatial twist V(t) of :func:`_spatial_twist` (order 0) or its first or second time derivative."""
+    V = _spatial_twist(X, U, W, Y)
+    for _ in range(order):
+        V = jax.jacfwd(V)
+    return V(t)
+
+
+# jitted once for the module (and every point): eager, these would compile op by op
+_exp_acceleration, _exp_jerk = jax.jit(se3.exp_acceleration), jax.jit(se3.exp_jerk)
+_exp_acceleration_jac, _exp_jerk_jac = jax.jit(jax.jacfwd(se3.exp_acceleration)), jax.jit(jax.jacfwd(se3.exp_jerk))
+
+
 @pytest.mark.parametrize("phi", ANGLES)
 def test_exp_acceleration_and_jerk(phi):
     """se3.exp_acceleration and se3.exp_jerk (seed 000 eqs. (12), (13)) against the first and second time derivatives
     of the spatial twist of a plain matrix exponential along a cubic curve X(t), at zero rotation, both sides of the
     switch and beyond; their Jacobian in X (through the rules of dexp_apply, d_dexp_apply and d2_dexp) against
     central differences; under jit and broadcast over a batch."""
-    from jaxse3 import se3
-
     X = jnp.asarray(point(6, phi))
     U, W, Y = map(jnp.asarray, vectors(6, 3))
-    V = _spatial_twist(X, U, W, Y)
-    acc, jerk = jax.jit(lambda X: (se3.exp_acceleration(X, U, W), se3.exp_jerk(X, U, W, Y)))(X)
-    close(acc, jax.jacfwd(V)(0.0), rtol=1e-10)
-    close(jerk, jax.jacfwd(jax.jacfwd(V))(0.0), rtol=1e-9)
-    close(se3.dexp_apply(X, U), V(0.0), rtol=1e-10)
-    for f in (lambda X: se3.exp_acceleration(X, U, W), lambda X: se3.exp_jerk(X, U, W, Y)):
-        J = jax.jacfwd(f)(X)
+    V = lambda t, order: _spatial_twist_rate(X, U, W, Y, t, order)
+    acc, jerk = _exp_acceleration(X, U, W), _exp_jerk(X, U, W, Y)
+    close(acc, V(0.0, 1), rtol=1e-10)
+    close(jerk, V(0.0, 2), rtol=1e-9)
+    close(se3.dexp_apply(X, U), V(0.0, 0), rtol=1e-10)
+    for f, jac in (
+        (lambda X: _exp_acceleration(X, U, W), lambda X: _exp_acceleration_jac(X, U, W)),
+        (lambda X: _exp_jerk(X, U, W, Y), lambda X: _exp_jerk_jac(X, U, W, Y)),
+    ):
+        J = jac(X)
         for k, e in enumerate(np.eye(6)):
             close(J[:, k], fd(f, X, jnp.asarray(e), h=1e-4), rtol=1e-7)
     batch = se3.exp_jerk(jnp.stack([X, U]), U, jnp.stack([W, X]), Y)

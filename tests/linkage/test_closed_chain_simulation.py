@@ -179,7 +179,7 @@ def test_index3_newmark_batch_equals_single_runs(system):
     for i in range(2):
         one = sim.simulate(system, q0=q0s[i], **kw)
         np.testing.assert_allclose(batch.q[i], one.q, rtol=0, atol=1e-10)  # observed 4e−12: one Newton test
-    np.testing.assert_allclose(jax.vmap(lambda q: lk.closure_error(FOUR_BAR, PLANAR, q))(batch.q[1]), 0.0, atol=1e-13)
+    np.testing.assert_allclose(jax.jit(jax.vmap(_closure_error))(batch.q[1]), 0.0, atol=1e-13)
 
 
 def test_index3_newmark_refuses_an_inconsistent_start_and_an_open_chain(system):
@@ -207,6 +207,23 @@ def _crank_torque(t):
     return mass * thdd + 0.5 * dmass * thd**2 + jax.grad(lambda a: reduced(a)[1])(th)
 
 
+# jitted once for the module: eager, these would compile op by op
+_crank_torques = jax.jit(jax.vmap(_crank_torque))
+_crank_poses = jax.jit(jax.vmap(lambda t: four_bar_pose(_crank_angle(t))[0]))
+_pose = jax.jit(lambda theta: four_bar_pose(theta)[0])
+_dV = jax.jit(jax.grad(lambda t: reduced(t)[1]))
+_d2V = jax.jit(jax.grad(jax.grad(lambda t: reduced(t)[1])))
+_closure_error = jax.jit(lambda q: lk.closure_error(FOUR_BAR, PLANAR, q))
+
+
+@jax.jit
+def _static_loads(q, u):
+    """τ − ID(q, 0, 0) and the closure Jacobian A(q)."""
+    zero = jnp.zeros(3)
+    loads = lk.generalized_forces(FOUR_BAR, q, zero, u) - lk.inverse_dynamics(FOUR_BAR, q, zero, zero)
+    return loads, lk.closure_jacobian(FOUR_BAR, PLANAR, q)
+
+
 @pytest.fixture(scope="module")
 def crank():
     """The four-bar with its crank prescribed and its inputs (the prescription, no other efforts)."""
@@ -227,11 +244,11 @@ def test_index3_newmark_with_a_prescribed_crank_is_the_closed_form_and_its_effor
     traj = sim.simulate(
         system, inputs, t_final=1.0, q0=q0, solver="newmark-index3", dt=1e-3, newton_tol=1e-14, n_save=21
     )
-    q_ref = jax.vmap(lambda t: four_bar_pose(_crank_angle(t))[0])(traj.t)
+    q_ref = _crank_poses(traj.t)
     np.testing.assert_allclose(wrap(traj.q - q_ref), 0.0, atol=1e-12)
     lam = sim.constraint_forces(system, traj, inputs).monitors["multipliers"]
     assert lam.shape == (21, 3)
-    np.testing.assert_allclose(lam[:, -1], jax.vmap(_crank_torque)(traj.t), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(lam[:, -1], _crank_torques(traj.t), rtol=0, atol=1e-5)
     with pytest.raises(ValueError, match="needs a consistent start"):
         sim.simulate(system, inputs, t_final=0.1, q0=q0.at[0].add(0.1), solver="newmark-index3")
     with pytest.raises(TypeError, match="constraint_forces: 'system' has no constraints"):
@@ -249,7 +266,8 @@ def test_index3_start_uses_the_closed_form_constraint_bias(crank):
     key = jax.random.split(jax.random.PRNGKey(7))
     q, qd = (0.5 * jax.random.normal(k, (system.n_dof,)) for k in key)
     args = (system, inputs, system.multiplier_residual)
-    got, want = (term.constraint_bias(0.3, q, qd, args) for term in (closed, nested))
+    bias = eqx.filter_jit(lambda term, q, qd, args: term.constraint_bias(0.3, q, qd, args))
+    got, want = (bias(term, q, qd, args) for term in (closed, nested))
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
     assert np.abs(want[-1]) > 1.0  # the crank's −q̈_k(t)
     np.testing.assert_allclose(want[-1], -jax.grad(jax.grad(_crank_angle))(0.3), rtol=1e-12)
@@ -265,13 +283,13 @@ def test_baumgarte_drivers_with_a_prescribed_crank_follow_the_closed_form(crank,
     system, inputs = crank
     kw = dict(rtol=1e-8, atol=1e-10) if solver == "kvaerno5" else dict(dt=1e-3, newton_tol=1e-14)
     traj = sim.simulate(system, inputs, t_final=1.0, q0=_consistent_rest(), solver=solver, n_save=21, **kw)
-    q_ref = jax.vmap(lambda t: four_bar_pose(_crank_angle(t))[0])(traj.t)
+    q_ref = _crank_poses(traj.t)
     err = float(np.abs(wrap(traj.q - q_ref)).max())
     e = float(np.max(sim.constraint_drift(system, traj).monitors["closure_error"]))
     bound = 1e-9 if solver == "kvaerno5" else 1e-4
     assert err < bound and e < bound / 2, (err, e)
     lam = sim.constraint_forces(system, traj, inputs).monitors["multipliers"]
-    np.testing.assert_allclose(lam[:, -1], jax.vmap(_crank_torque)(traj.t), rtol=0, atol=1e-4)
+    np.testing.assert_allclose(lam[:, -1], _crank_torques(traj.t), rtol=0, atol=1e-4)
 
 
 def test_the_prescribed_baumgarte_rule_equals_autodiff_and_central_differences(crank):
@@ -285,20 +303,18 @@ def test_the_prescribed_baumgarte_rule_equals_autodiff_and_central_differences(c
     rng = np.random.default_rng(3)
     q = _consistent_rest() + 0.05 * jnp.asarray(rng.normal(size=3))
     qd, u = jnp.asarray(rng.normal(size=3)), inputs(0.3) + 0.1 * jnp.asarray(rng.normal(size=5))
-    rule = jax.jacfwd(systems._prescribed_solution, argnums=(1, 2, 3))(chain, q, qd, u)
-    plain = jax.jacfwd(systems._prescribed_solution_plain, argnums=(1, 2, 3))(chain, q, qd, u)
+    rule = jax.jit(jax.jacfwd(systems._prescribed_solution, argnums=(1, 2, 3)))(chain, q, qd, u)
+    plain = jax.jit(jax.jacfwd(systems._prescribed_solution_plain, argnums=(1, 2, 3)))(chain, q, qd, u)
     for a, b in zip(rule, plain):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
-    e = 1e-6
+    e, solution = 1e-6, jax.jit(systems._prescribed_solution)
     for j in range(3):
         d = jnp.zeros(3).at[j].set(e)
-        fd = (systems._prescribed_solution(chain, q + d, qd, u) - systems._prescribed_solution(chain, q - d, qd, u)) / (
-            2 * e
-        )
+        fd = (solution(chain, q + d, qd, u) - solution(chain, q - d, qd, u)) / (2 * e)
         np.testing.assert_allclose(rule[0][:, j], fd, rtol=1e-6, atol=1e-6)
-    qdd = system.forward_dynamics(chain, q, qd, u)
-    np.testing.assert_allclose(system.residual(chain, q, qd, qdd, u), 0.0, atol=1e-12)
-    assert np.linalg.matrix_rank(np.asarray(jax.jacfwd(system.residual, argnums=3)(chain, q, qd, qdd, u))) == 3
+    qdd = jax.jit(system.forward_dynamics)(chain, q, qd, u)
+    np.testing.assert_allclose(jax.jit(system.residual)(chain, q, qd, qdd, u), 0.0, atol=1e-12)
+    assert np.linalg.matrix_rank(np.asarray(jax.jit(jax.jacfwd(system.residual, argnums=3))(chain, q, qd, qdd, u))) == 3
 
 
 def test_residual_is_tau_minus_id_plus_the_multipliers_work(system):
@@ -338,24 +354,20 @@ def test_statics_under_a_crank_torque_is_the_closed_form_equilibrium(system, the
     (modulo 2π), with e = 0 to round-off, and the multipliers balance the loads: Aᵀλ = −(τ − ID(q, 0, 0)) from the
     linkage's public functions. θ* = 4 is a minimum of V − u*θ (V'' > 0, reported stable: the stiffness reduced to
     the one tangent direction), θ* = 0.7 a maximum (V'' < 0, reported unstable); the matrix is regular there."""
-    dV, d2V = (
-        float(f(theta)) for f in (jax.grad(lambda t: reduced(t)[1]), jax.grad(jax.grad(lambda t: reduced(t)[1])))
-    )
+    dV, d2V = (float(f(theta)) for f in (_dV, _d2V))
     u = jnp.array([dV, 0.0, 0.0])
-    q0 = four_bar_pose(jnp.asarray(theta + offset))[0]
+    q0 = _pose(jnp.asarray(theta + offset))
     sol = sim.solve_statics(system, u, q0, load_steps=1)
     assert bool(sol.converged)
-    np.testing.assert_allclose(wrap(sol.q - four_bar_pose(jnp.asarray(theta))[0]), 0.0, atol=1e-12)
-    np.testing.assert_allclose(lk.closure_error(FOUR_BAR, PLANAR, sol.q), 0.0, atol=1e-14)
+    np.testing.assert_allclose(wrap(sol.q - _pose(jnp.asarray(theta))), 0.0, atol=1e-12)
+    np.testing.assert_allclose(_closure_error(sol.q), 0.0, atol=1e-14)
     assert float(sol.residual_norm) < 1e-10
     assert bool(sol.stable) == (d2V > 0) and not bool(sol.singular)
     # the stiffness on the one tangent direction q'(θ*)/|q'(θ*)|: V''(θ*) / |q'(θ*)|²; a maximum has Morse index 1
-    tangent = jax.jacfwd(lambda t: four_bar_pose(t)[0])(jnp.asarray(theta))
+    tangent = jax.jit(jax.jacfwd(lambda t: four_bar_pose(t)[0]))(jnp.asarray(theta))
     np.testing.assert_allclose(float(sol.least_stiffness), d2V / float(tangent @ tangent), rtol=1e-8)
     assert int(sol.morse_index) == (0 if d2V > 0 else 1)
-    zero = jnp.zeros(3)
-    loads = lk.generalized_forces(FOUR_BAR, sol.q, zero, u) - lk.inverse_dynamics(FOUR_BAR, sol.q, zero, zero)
-    A = lk.closure_jacobian(FOUR_BAR, PLANAR, sol.q)
+    loads, A = _static_loads(sol.q, u)
     np.testing.assert_allclose(A.T @ sol.multipliers, -loads, atol=1e-10)
 
 
@@ -370,8 +382,8 @@ def test_statics_with_a_prescribed_crank_holds_it_with_the_reduced_torque():
         sol = sim.solve_statics(system, u, four_bar_pose(jnp.asarray(0.0))[0])
         assert bool(sol.converged) and not bool(sol.singular)
         assert bool(sol.stable) and int(sol.morse_index) == 0 and float(sol.least_stiffness) == np.inf
-        np.testing.assert_allclose(wrap(sol.q - four_bar_pose(jnp.asarray(theta))[0]), 0.0, atol=1e-11)
-        dV = float(jax.grad(lambda t: reduced(t)[1])(theta))
+        np.testing.assert_allclose(wrap(sol.q - _pose(jnp.asarray(theta))), 0.0, atol=1e-11)
+        dV = float(_dV(theta))
         np.testing.assert_allclose(sol.multipliers[-1], dV, rtol=1e-9)
 
 

@@ -107,14 +107,16 @@ def test_rigid_only_linkage_equals_rigid_rnea_and_crba_on_a_floating_mixed_tree(
             lk.tree_derivatives(linkage, q, v, a),
         )
     )
+    reference = jax.jit(
+        lambda q, v, a: (rigid.rnea(model, q, v, a), rigid.crba(model, q), *rigid.rnea_derivatives(model, q, v, a)[:2])
+    )
     for seed in range(3):
         q = rigid.random_configuration(model, jax.random.PRNGKey(seed))
         _, v, a = _random_state(linkage, seed, 1.0)
-        tau, M, r = fn(q, v, a)
-        np.testing.assert_allclose(tau, rigid.rnea(model, q, v, a), rtol=1e-12, atol=1e-11)
-        np.testing.assert_allclose(M, rigid.crba(model, q), rtol=1e-12, atol=1e-13)
+        (tau, M, r), (tau_ref, M_ref, dq, dv) = fn(q, v, a), reference(q, v, a)
+        np.testing.assert_allclose(tau, tau_ref, rtol=1e-12, atol=1e-11)
+        np.testing.assert_allclose(M, M_ref, rtol=1e-12, atol=1e-13)
         # free and spherical joints: tangent-space derivatives at fixed body velocities, as IDSVA's
-        dq, dv = rigid.rnea_derivatives(model, q, v, a)[:2]
         np.testing.assert_allclose(r.dq, dq, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(r.dqd, dv, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(r.tau, tau, rtol=1e-12, atol=1e-11)
@@ -160,7 +162,7 @@ def test_a_rigid_only_linkage_runs_on_jaxse3_rigid():
     np.testing.assert_allclose(Jq, central(lambda d: fd(lk.integrate(linkage, q, d), v, u), 5), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(Jv, central(lambda d: fd(q, v + d, u), 5), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(Ju, central(lambda d: fd(q, v, u + d), 2), rtol=1e-6, atol=1e-6)
-    jax.jacfwd(lambda v: lk.inverse_dynamics(linkage, q, v, a) + lk.forward_dynamics(linkage, q, v, u))(v)
+    jax.jit(jax.jacfwd(lambda v: lk.inverse_dynamics(linkage, q, v, a) + lk.forward_dynamics(linkage, q, v, u)))(v)
     assert RULE_CALLS["rigid.rnea"] > before[0] and RULE_CALLS["rigid.forward_dynamics"] > before[1]
 
 
@@ -201,16 +203,24 @@ def test_one_rod_linkage_equals_the_rod(cdm):
             lk.forward_dynamics(linkage, q, v, u),
         )
     )
+    reference = jax.jit(
+        lambda q, v, a, u: (
+            rod.inverse_dynamics(r, q, v, a),
+            rod.mass_matrix(r, q),
+            rod.generalized_forces(r, q, v, u),
+            rod.forward_dynamics(r, q, v, u),
+        )
+    )
     u = jnp.array([1.0, 2.0, 0.0, 3.0, 0.5])
     zero = jnp.zeros(r.n_dof)
     for q, v, a in [(zero, zero, zero), *(_random_state(linkage, s, 0.5) for s in range(2))]:
-        tau, M, f, acc = fn(q, v, a, u)
-        np.testing.assert_allclose(tau, rod.inverse_dynamics(r, q, v, a), rtol=1e-11, atol=1e-12)
-        np.testing.assert_allclose(M, rod.mass_matrix(r, q), rtol=1e-11, atol=1e-16)
-        np.testing.assert_allclose(f, rod.generalized_forces(r, q, v, u), rtol=1e-12, atol=1e-12)
-        want = rod.forward_dynamics(r, q, v, u)
+        (tau, M, f, acc), (tau_r, M_r, f_r, want) = fn(q, v, a, u), reference(q, v, a, u)
+        np.testing.assert_allclose(tau, tau_r, rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(M, M_r, rtol=1e-11, atol=1e-16)
+        np.testing.assert_allclose(f, f_r, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(acc, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
-    np.testing.assert_allclose(lk.forward_kinematics(linkage, zero), rod.kinematics.forward_kinematics(r, zero))
+    kinematics = jax.jit(lambda q: (lk.forward_kinematics(linkage, q), rod.kinematics.forward_kinematics(r, q)))
+    np.testing.assert_allclose(*kinematics(zero))
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +239,7 @@ def test_hybrid_linkage_sizes_and_points():
     assert (HYBRID.nq, HYBRID.nv, HYBRID.n_inputs) == (13, 13, 3)  # 2 + 6 + 1 + 4 DoF; 3 actuated joints
     assert HYBRID.points_of("finger") == slice(2 + 5 + 1, 2 + 5 + 2)
     assert lk._dynamics.rod_groups(HYBRID) == ((2,), (5,))  # rods of different bases: evaluated one by one
-    g = lk.forward_kinematics(HYBRID, jnp.zeros(HYBRID.nq))
+    g = jax.jit(lambda q: lk.forward_kinematics(HYBRID, q))(jnp.zeros(HYBRID.nq))
     # the straight rod's tip is its length along the base frame's x axis; the hook hangs 1 cm further
     base, tip = g[HYBRID.points_of("arm")][np.array([0, -1])]
     np.testing.assert_allclose(tip, base @ _pose(p=(0.3, 0, 0)), atol=1e-15)

@@ -48,6 +48,11 @@ def _energy(linkage, q, qd):
     return 0.5 * qd @ lk.mass_matrix(linkage, q) @ qd + gravity + elastic
 
 
+#: the pendulum's written-out energy and its kinetic part along a trajectory (jitted once for the module)
+_energies = jax.jit(jax.vmap(lambda q, qd: _energy(PENDULUM, q, qd)))
+_kinetic_energies = jax.jit(jax.vmap(lambda q, qd: 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd))
+
+
 def test_linkage_system_rejects_quaternion_joints():
     model = rigid.auto_tree(2, joint_types=("revolute", "revolute"), floating_base=True, seed=0)
     with pytest.raises(ValueError, match="nq == nv"):
@@ -62,8 +67,8 @@ def test_undamped_hybrid_linkage_conserves_energy():
     q0 = jnp.zeros(PENDULUM.nq).at[0].set(0.8).at[1:4].set(jnp.array([0.5, -0.3, 0.2]))
     traj = sim.simulate(system, t_final=0.5, q0=q0, rtol=1e-9, atol=1e-11, n_save=11)
     assert traj.ok
-    energy = jax.vmap(lambda q, qd: _energy(PENDULUM, q, qd))(traj.q, traj.qd)
-    swing = np.ptp(np.asarray(jax.vmap(lambda q, qd: 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd)(traj.q, traj.qd)))
+    energy = _energies(traj.q, traj.qd)
+    swing = np.ptp(np.asarray(_kinetic_energies(traj.q, traj.qd)))
     assert swing > 0.01  # it moves: the kinetic energy changes by more than 10 mJ
     np.testing.assert_allclose(energy, energy[0], atol=1e-6 * swing)
 
@@ -80,24 +85,28 @@ def test_energy_is_the_written_out_sum_and_its_gradient_the_force_at_rest():
     zero_u = jnp.zeros(system.n_inputs)
     stiffness = jax.jit(jax.jacfwd(lambda q: system.statics_residual(q, zero_u)))
     general = jax.jit(jax.jacfwd(lambda q: system.residual(system.params, q, 0 * q, 0 * q, zero_u)))
+    energy = jax.jit(lambda q, qd: lk.energy(PENDULUM, q, qd))
+    written = jax.jit(lambda q, qd: (_energy(PENDULUM, q, qd), 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd))
+    rest = jax.jit(lambda q: system.statics_residual(q, zero_u))
+    system_energy = jax.jit(lambda q, qd: system.energy(system.params, q, qd))
     for seed in range(3):
         k = jax.random.split(jax.random.PRNGKey(seed), 2)
         q, qd = 0.5 * jax.random.normal(k[0], (PENDULUM.nq,)), jax.random.normal(k[1], (PENDULUM.nv,))
-        e = lk.energy(PENDULUM, q, qd)
-        np.testing.assert_allclose(e.total, _energy(PENDULUM, q, qd), rtol=1e-13)
-        np.testing.assert_allclose(e.kinetic, 0.5 * qd @ lk.mass_matrix(PENDULUM, q) @ qd, rtol=1e-13)
-        np.testing.assert_allclose(potential(q), -system.statics_residual(q, zero_u), atol=1e-11)
+        e, (total, kinetic) = energy(q, qd), written(q, qd)
+        np.testing.assert_allclose(e.total, total, rtol=1e-13)
+        np.testing.assert_allclose(e.kinetic, kinetic, rtol=1e-13)
+        np.testing.assert_allclose(potential(q), -rest(q), atol=1e-11)
         H = hessian(q)
         np.testing.assert_allclose(stiffness(q), -H, rtol=0, atol=1e-9 * np.abs(H).max())
         np.testing.assert_allclose(stiffness(q), general(q), rtol=0, atol=1e-12 * np.abs(H).max())
-        np.testing.assert_allclose(system.energy(system.params, q, qd).total, e.total, rtol=1e-15)
+        np.testing.assert_allclose(system_energy(q, qd).total, e.total, rtol=1e-15)
 
 
 def test_static_equilibrium_is_stationary_for_the_potential_energy():
     system = sim.linkage_system(PENDULUM)
     sol = sim.solve_statics(system, q0=jnp.zeros(PENDULUM.nq).at[0].set(0.3))
     assert bool(sol.converged) and bool(sol.stable)
-    grad = jax.grad(lambda q: _energy(PENDULUM, q, jnp.zeros_like(q)))(sol.q)
+    grad = jax.jit(jax.grad(lambda q: _energy(PENDULUM, q, jnp.zeros_like(q))))(sol.q)
     np.testing.assert_allclose(grad, 0.0, atol=1e-9)
     assert abs(float(sol.q[0])) < 0.2  # it hangs (nearly) down
 
@@ -167,7 +176,7 @@ def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_ene
     qd0 = jnp.zeros(PENDULUM.nv).at[0].set(inputs(0.0)[1])  # the state starts on the prescription: q̇_k(0) = π
     traj = sim.simulate(system, inputs, t_final=0.5, qd0=qd0, rtol=1e-10, atol=1e-12, n_save=401)
     assert traj.ok
-    np.testing.assert_allclose(traj.q[:, 0], jax.vmap(f)(traj.t)[:, 0], atol=1e-7)
+    np.testing.assert_allclose(traj.q[:, 0], jax.jit(jax.vmap(f))(traj.t)[:, 0], atol=1e-7)
     control = system.params
     u_idx = np.asarray(control.unknown)
 
@@ -176,9 +185,9 @@ def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_ene
         effort = lk.controlled_efforts(control, q[u_idx], qd[u_idx], qdd[u_idx], u)
         return effort @ qd[np.asarray(control.known)]
 
-    p = jax.vmap(power)(traj.q, traj.qd, traj.u)
+    p = jax.jit(jax.vmap(power))(traj.q, traj.qd, traj.u)
     work = np.concatenate([[0.0], np.cumsum(0.5 * (p[1:] + p[:-1]) * np.diff(traj.t))])
-    energy = jax.vmap(lambda q, qd: _energy(PENDULUM, q, qd))(traj.q, traj.qd)
+    energy = _energies(traj.q, traj.qd)
     scale = np.abs(work).max()
     assert scale > 0.01  # the joint does work: 10 mJ or more at some time
     np.testing.assert_allclose(energy - energy[0], work, atol=1e-4 * scale)
@@ -193,8 +202,8 @@ def test_controlled_forward_dynamics_jacobians_match_autodiff_and_central_differ
     q_u, qd_u = 0.3 * jax.random.normal(k[0], (6,)), jax.random.normal(k[1], (6,))
     inputs = jax.random.normal(k[2], (3,))
     fd = jax.jit(lambda *a: lk.controlled_forward_dynamics(control, *a))
-    got = jax.jacfwd(fd, argnums=(0, 1, 2))(q_u, qd_u, inputs)
-    plain = jax.jacfwd(lambda *a: _fd_plain(control, *a), argnums=(0, 1, 2))(q_u, qd_u, inputs)
+    got = jax.jit(jax.jacfwd(fd, argnums=(0, 1, 2)))(q_u, qd_u, inputs)
+    plain = jax.jit(jax.jacfwd(lambda *a: _fd_plain(control, *a), argnums=(0, 1, 2)))(q_u, qd_u, inputs)
     h = 1e-3  # five-point stencil: the stiff rod's large accelerations carry rounding that a small step amplifies
     args = (q_u, qd_u, inputs)
     for i, (g, p) in enumerate(zip(got, plain)):

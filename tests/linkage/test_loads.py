@@ -44,19 +44,26 @@ def _state(seed):
     return tuple(0.7 * jax.random.normal(key, (LOADED.nv,)) for key in k)
 
 
+@jax.jit
+def _poses_and_body_jacobians(q):
+    """The points' poses g and body Jacobians J from autodiff of the forward kinematics alone."""
+    g = lk.forward_kinematics(LOADED, q)
+    dg = jax.jacfwd(lambda q: lk.forward_kinematics(LOADED, q))(q)  # (n_points, 4, 4, nv)
+    J = jax.vmap(lambda g, d: jax.vmap(lambda c: se3.vee(se3.inv(g) @ c), in_axes=-1, out_axes=-1)(d))(g, dg)
+    return g, J
+
+
 @pytest.mark.parametrize("seed", [None, 1])
 def test_point_loads_do_virtual_work_and_have_exact_derivatives(seed):
     q, v, a = _state(seed)
     ids = jax.jit(lambda q, v, a: (lk.inverse_dynamics(LOADED, q, v, a), lk.inverse_dynamics(FREE, q, v, a)))
     loaded, free = ids(q, v, a)
-    g = lk.forward_kinematics(LOADED, q)
-    dg = jax.jacfwd(lambda q: lk.forward_kinematics(LOADED, q))(q)  # (n_points, 4, 4, nv)
-    J = jax.vmap(lambda g, d: jax.vmap(lambda c: se3.vee(se3.inv(g) @ c), in_axes=-1, out_axes=-1)(d))(g, dg)
-    work = jnp.zeros(LOADED.nv)
+    g, J = (np.asarray(x) for x in _poses_and_body_jacobians(q))
+    work = np.zeros(LOADED.nv)
     for load in LOADS:
         k = LOADED.points_of(load.link).start + (load.point % LOADED.links[LOADED.index(load.link)].n_points)
-        R = g[k, :3, :3]
-        w = load.wrench if load.frame == "local" else jnp.concatenate([R.T @ load.wrench[:3], R.T @ load.wrench[3:]])
+        R, wrench = g[k, :3, :3], np.asarray(load.wrench)
+        w = wrench if load.frame == "local" else np.concatenate([R.T @ wrench[:3], R.T @ wrench[3:]])
         work = work + J[k].T @ w
     np.testing.assert_allclose(free - loaded, work, rtol=1e-10, atol=1e-12)
     r = jax.jit(lambda q, v, a: lk.inverse_dynamics_derivatives(LOADED, q, v, a))(q, v, a)
@@ -74,9 +81,14 @@ def test_a_tip_wrench_on_a_one_rod_linkage_equals_the_rods():
     k = jax.random.split(jax.random.PRNGKey(2), 3)
     q, v, a = (0.5 * jax.random.normal(key, (cdm.n_dof,)) for key in k)
     u = jnp.array([1.0, 2.0, 0.0, 3.0, 0.5])
-    got = lk.generalized_forces(linkage, q, v, u) - lk.inverse_dynamics(linkage, q, v, a)
     loads = rod.Loads.at_tip(cdm, wrench, "world")
-    want = rod.generalized_forces(cdm, q, v, u, loads) - rod.inverse_dynamics(cdm, q, v, a)
+
+    @jax.jit
+    def both(q, v, a, u):
+        got = lk.generalized_forces(linkage, q, v, u) - lk.inverse_dynamics(linkage, q, v, a)
+        return got, rod.generalized_forces(cdm, q, v, u, loads) - rod.inverse_dynamics(cdm, q, v, a)
+
+    got, want = both(q, v, a, u)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
 
 

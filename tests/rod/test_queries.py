@@ -19,6 +19,7 @@ from jaxse3 import rod as R, se3
 
 L = 0.4
 MAT = R.Material(E=2e5, rho=1100.0, nu=0.45, damping=30.0)
+pose_at = jax.jit(R.pose_at)  # one compilation per rod and query shape
 
 
 def _rod(orders, n_gauss=6, **kw):
@@ -34,14 +35,14 @@ def spatial():
 
 def test_queries_at_the_computational_points_are_the_rods_own(spatial):
     rod, q = spatial
-    g = R.forward_kinematics(rod, q)
-    np.testing.assert_allclose(R.pose_at(rod, q, rod.X), g, atol=1e-14)
-    np.testing.assert_allclose(jax.jit(R.pose_at)(rod, q, L), g[-1], atol=1e-14)
-    np.testing.assert_allclose(R.strain_at(rod, q, rod.X), rod.Phi @ q + rod.xi_star, atol=1e-14)
+    g = jax.jit(R.forward_kinematics)(rod, q)
+    np.testing.assert_allclose(pose_at(rod, q, rod.X), g, atol=1e-14)
+    np.testing.assert_allclose(pose_at(rod, q, L), g[-1], atol=1e-14)
+    np.testing.assert_allclose(jax.jit(R.strain_at)(rod, q, rod.X), rod.Phi @ q + rod.xi_star, atol=1e-14)
     qs = jnp.stack([q, -q, 0 * q])  # under vmap, at the straight rod too
-    poses = jax.vmap(lambda a: R.pose_at(rod, a, jnp.array([0.0, 0.13, L])))(qs)
+    poses = jax.jit(jax.vmap(lambda a: R.pose_at(rod, a, jnp.array([0.0, 0.13, L]))))(qs)
     assert poses.shape == (3, 3, 4, 4) and np.all(np.isfinite(poses))
-    np.testing.assert_allclose(poses[1, 1], R.pose_at(rod, -q, 0.13), atol=1e-14)
+    np.testing.assert_allclose(poses[1, 1], pose_at(rod, -q, 0.13), atol=1e-14)
 
 
 def test_constant_strain_is_an_exponential_between_the_points():
@@ -59,7 +60,7 @@ def test_piecewise_constant_strain_follows_each_segment():
     xi1, xi2 = (q[6 * i : 6 * i + 6] + jnp.array([0.0, 0, 0, 1, 0, 0]) for i in (0, 1))
     for s in (0.05, L / 2, 0.27, L):
         want = se3.exp(s * xi1) if s <= L / 2 else se3.exp(L / 2 * xi1) @ se3.exp((s - L / 2) * xi2)
-        np.testing.assert_allclose(R.pose_at(rod, q, s), want, atol=1e-13)
+        np.testing.assert_allclose(pose_at(rod, q, s), want, atol=1e-13)
         np.testing.assert_allclose(R.strain_at(rod, q, s), xi1 if s < L / 2 else xi2, atol=1e-15)
 
 
@@ -76,7 +77,7 @@ def test_a_linearly_varying_curvature_matches_the_integrated_curve():
         for s in (0.037, 0.2, 0.3333):
             t = np.linspace(0.0, s, 20001)
             theta = a * t + b * t**2 / 2
-            g = R.pose_at(rod, q, s)
+            g = np.asarray(pose_at(rod, q, s))
             want = np.array([_simpson(f, t) for f in (np.cos(theta), np.sin(theta))])
             err = max(err, np.abs(np.asarray(g[:2, 3]) - want).max())
             np.testing.assert_allclose(np.arctan2(g[1, 0], g[0, 0]), a * s + b * s**2 / 2, atol=1e-13)

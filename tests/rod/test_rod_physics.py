@@ -29,6 +29,9 @@ def _uniform_rod(orders, gravity=(0.0, 0.0, 0.0), tendons=(), base_pose=None, E=
     )
 
 
+_fk = jax.jit(R.forward_kinematics)
+
+
 @functools.partial(jax.jit, static_argnames="iters")
 def _statics(rod, u, loads, q0, iters=30):
     """Newton on τ(q, 0, u) − ID(q, 0, 0) = 0 with the analytical Jacobian (seed 003 eq. (13))."""
@@ -55,13 +58,13 @@ def test_pure_tip_moment_bends_an_inextensible_rod_into_the_exact_circle(frame):
     np.testing.assert_allclose(q, jnp.zeros(rod.n_dof).at[2].set(kappa), atol=1e-12)  # constant bend_y only
     X = rod.X
     want = np.stack([np.sin(kappa * X) / kappa, 0 * X, -(1 - np.cos(kappa * X)) / kappa], -1)
-    np.testing.assert_allclose(R.forward_kinematics(rod, q)[:, :3, 3], want, atol=1e-13)
+    np.testing.assert_allclose(_fk(rod, q)[:, :3, 3], want, atol=1e-13)
 
 
 def test_straight_rod_sags_under_gravity_like_euler_bernoulli():
     rod = _uniform_rod((1, 2, 2, 1, 1, 1), gravity=(0.0, 0.0, -9.81), E=1e8)
     q, res = _statics(rod, None, None, jnp.zeros(rod.n_dof))
-    g = R.forward_kinematics(rod, q)
+    g = _fk(rod, q)
     assert float(res[-1]) < 1e-9
     assert bool(jnp.all(g[1:, 2, 3] < 0))  # every point below the base
     w = RHO * np.pi * RADIUS**2 * 9.81
@@ -98,10 +101,10 @@ def test_contact_keeps_the_rod_inside_the_cylinder():
     )
     u = jnp.array([0.8])
     q_free, res_free = _statics(rod, u, None, jnp.zeros(rod.n_dof))
-    reach_free = jnp.linalg.norm(R.forward_kinematics(rod, q_free)[:, :2, 3], axis=1) + rod.contact_radius
+    reach_free = jnp.linalg.norm(_fk(rod, q_free)[:, :2, 3], axis=1) + rod.contact_radius
     rc = 0.6 * float(jnp.max(reach_free))
     q, res = _statics(rod, u, R.Loads(contact=R.CylinderContact(rc, 1e3, 1.5)), q_free, iters=40)
-    reach = jnp.linalg.norm(R.forward_kinematics(rod, q)[:, :2, 3], axis=1) + rod.contact_radius
+    reach = jnp.linalg.norm(_fk(rod, q)[:, :2, 3], axis=1) + rod.contact_radius
     assert float(res_free[-1]) < 1e-9 and float(res[-1]) < 1e-8
     assert float(jnp.max(reach)) < rc + 0.1 * (float(jnp.max(reach_free)) - rc)  # pushed back inside
     assert float(jnp.max(reach)) > rc  # penalty: small residual penetration
@@ -151,7 +154,8 @@ def test_energy_conserved_in_a_short_dopri8_run():
         saveat=diffrax.SaveAt(ts=jnp.linspace(0, 0.05, 6)),
         max_steps=200000,
     )
-    Es = jnp.array([_energy(rod, y[:n], y[n:]) for y in sol.ys])
-    kinetic = 0.5 * qd0 @ R.mass_matrix(rod, q0) @ qd0
+    energy = jax.jit(_energy)
+    Es = jnp.array([energy(rod, y[:n], y[n:]) for y in sol.ys])
+    kinetic = 0.5 * qd0 @ jax.jit(R.mass_matrix)(rod, q0) @ qd0
     assert float(jnp.max(jnp.abs(Es - Es[0]))) < 1e-7 * float(kinetic)
     assert float(jnp.max(jnp.abs(sol.ys[-1, :n] - q0))) > 1e-3  # it moved

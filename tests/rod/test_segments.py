@@ -245,11 +245,14 @@ def test_planar_recursions_on_se2_equal_the_spatial_ones(which):
 
     for a, b in zip(
         jax.jit(jax.vmap(lambda *x: outputs(*x, None)))(q, qd, qdd),
-        jax.vmap(lambda *x: outputs(*x, spatial))(q, qd, qdd),
+        jax.jit(jax.vmap(lambda *x: outputs(*x, spatial)))(q, qd, qdd),
         strict=True,
     ):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-11 * np.abs(b).max())
-    id_plain = jax.vmap(lambda *x: R.inverse_dynamics(rod, *x))(q, qd, qdd)
-    np.testing.assert_allclose(outputs(q[0], qd[0], qdd[0], None)[0], id_plain[0], atol=1e-11 * np.abs(id_plain).max())
-    joints = R.kinematics.joints(rod, q[0], qd[0], anchored=True, planar=True, derivatives=True)
+    id_plain = jax.jit(jax.vmap(lambda *x: R.inverse_dynamics(rod, *x)))(q, qd, qdd)
+    tau = jax.jit(lambda *x: outputs(*x, None)[0])(q[0], qd[0], qdd[0])
+    np.testing.assert_allclose(tau, id_plain[0], atol=1e-11 * np.abs(id_plain).max())
+    joints = jax.jit(lambda q, qd: R.kinematics.joints(rod, q, qd, anchored=True, planar=True, derivatives=True))(
+        q[0], qd[0]
+    )
     assert joints.S.shape == joints.dSd_qd.shape == (rod.n_points - 1, 3, n) and joints.step.shape[1:] == (3, 3)
