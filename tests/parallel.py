@@ -4,15 +4,16 @@ installed and no ``-n`` was given, so that ``pytest --nbmake notebooks/`` and ru
 ``--dist loadfile`` keeps each test file's compiled functions in one worker; ``--max-worker-restart=0`` fails the run
 at once, naming the test, if a worker crashes (instead of waiting forever for a replacement).
 
-The workers take the files in the order of collection, so the longest files are moved to the front (``LONGEST``):
-started last, one of them kept a worker busy two minutes after the other had finished. The list is a schedule, not
-a requirement: a file missing from it runs after those on it, a stale entry only costs balance. Measure with
-``python -m pytest -p tests.timing`` (tests/timing.py).
+The longest files are moved to the front (``LONGEST``) and ``--no-loadscope-reorder`` makes the workers take the files
+in that order: started last, one of them kept a worker busy minutes after the other had finished. (By default
+pytest-xdist orders the files by their number of tests, so a long file of one test, tests/sim/test_float32.py, ran
+last.) The list is a schedule, not a requirement: a file missing from it runs after those on it, a stale entry only
+costs balance. Measure with ``python -m pytest -p tests.timing`` (tests/timing.py).
 """
 
 import importlib.util
 
-PARALLEL = ["-n", "2", "--dist", "loadfile", "--max-worker-restart=0"]
+PARALLEL = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "--max-worker-restart=0"]
 
 
 def pytest_load_initial_conftests(early_config, parser, args):
@@ -22,20 +23,23 @@ def pytest_load_initial_conftests(early_config, parser, args):
         args[:0] = PARALLEL
 
 
-#: the files that took longest (≥ 90 s on one worker of a 2-core machine, 2026-11-29), longest first
+#: the files that took longest (≥ 90 s on one worker of a 2-core machine, 2026-12-02), longest first
 LONGEST = (
     "tests/lie/test_rules.py",
-    "tests/test_cli.py",
-    "tests/linkage/test_closed_chain_simulation.py",
-    "tests/linkage/test_fin_ray.py",
-    "tests/optim/test_ddp.py",
-    "tests/linkage/test_linkage.py",
-    "tests/linkage/test_closure_derivatives.py",
-    "tests/optim/test_linkages.py",
     "tests/optim/test_shooting.py",
+    "tests/test_cli.py",
+    "tests/linkage/test_linkage.py",
+    "tests/optim/test_ddp.py",
+    "tests/linkage/test_closed_chain_simulation.py",
     "tests/sim/test_float32.py",
-    "tests/rod/test_segments.py",
+    "tests/optim/test_linkages.py",
+    "tests/linkage/test_closure_derivatives.py",
     "tests/sim/test_gradients.py",
+    "tests/rod/test_segments.py",
+    "tests/linkage/test_fin_ray.py",
+    "tests/linkage/test_hydrodynamics.py",
+    "tests/linkage/test_closure.py",
+    "tests/linkage/test_linkage_simulation.py",
 )
 
 

@@ -26,6 +26,13 @@ def test_pytest_runs_without_xdist():
     assert "unrecognized arguments" not in r.stderr
 
 
+def test_the_parallel_options_are_accepted():
+    """Without ``-n``, the options of tests/parallel.py are added, and this pytest-xdist knows each of them (pytest
+    stops with "unrecognized arguments" on one it does not)."""
+    r = _collect()
+    assert r.returncode == 0 and "unrecognized arguments" not in r.stderr, r.stdout + r.stderr
+
+
 def test_an_explicit_worker_count_wins():
     r = _collect("-n", "0")
     assert r.returncode == 0, r.stdout + r.stderr
