@@ -195,22 +195,18 @@ def test_one_rod_linkage_equals_the_rod(cdm):
     """The CDM as a one-link linkage: ID, M, τ and q̈ equal jaxse3.rod's, at rest, straight (q = 0) and moving."""
     r, linkage = cdm
     assert (linkage.nv, linkage.n_inputs, linkage.n_points) == (r.n_dof, r.n_tendons, r.n_points)
-    fn = jax.jit(
-        lambda q, v, a, u: (
-            lk.inverse_dynamics(linkage, q, v, a),
-            lk.mass_matrix(linkage, q),
-            lk.generalized_forces(linkage, q, v, u),
-            lk.forward_dynamics(linkage, q, v, u),
+
+    def parts(package, model):  # ID, M, τ and q̈ by one package's functions, as one program
+        return jax.jit(
+            lambda q, v, a, u: (
+                package.inverse_dynamics(model, q, v, a),
+                package.mass_matrix(model, q),
+                package.generalized_forces(model, q, v, u),
+                package.forward_dynamics(model, q, v, u),
+            )
         )
-    )
-    reference = jax.jit(
-        lambda q, v, a, u: (
-            rod.inverse_dynamics(r, q, v, a),
-            rod.mass_matrix(r, q),
-            rod.generalized_forces(r, q, v, u),
-            rod.forward_dynamics(r, q, v, u),
-        )
-    )
+
+    fn, reference = parts(lk, linkage), parts(rod, r)
     u = jnp.array([1.0, 2.0, 0.0, 3.0, 0.5])
     zero = jnp.zeros(r.n_dof)
     for q, v, a in [(zero, zero, zero), *(_random_state(linkage, s, 0.5) for s in range(2))]:
