@@ -6,9 +6,11 @@ collocation points of every interval, the weighted screw inertias 𝓜_k = w_k �
 stiffness K (D64) and damping D (D65), tendon routes d, d′ at the points, contact radii, gravity and the base pose.
 Arrays are leaves and sizes/orders are static, so one ``jit`` serves every rod of the same topology and a batch of
 rods (different materials, geometries, tendon routes of the same count) is one pytree with leading axes for ``vmap``.
-Construction is traceable (``jax.vmap`` of a function building a rod from, e.g., E works): nonsense models (a
-non-positive length, section size or modulus, too few Gauss points for the strain basis, non-finite gravity) are
-rejected with a ValueError naming the argument wherever the values are concrete; traced values are not checked.
+The arrays are computed by one compiled program per topology (a second rod of the same sizes, orders and callables
+costs no compilation). Construction is traceable (``jax.vmap`` of a function building a rod from, e.g., E works):
+nonsense models (a non-positive length, section size or modulus, too few Gauss points for the strain basis,
+non-finite gravity) are rejected with a ValueError naming the argument wherever the values are concrete; traced values
+are not checked.
 
 :func:`cdm_rod` builds the cable-driven manipulator of seed 003 §4.5 (digest §5.1).
 """
@@ -151,7 +153,7 @@ class Rod(eqx.Module):
         f = jnp.result_type(float)
         if not isinstance(basis, StrainBasis):
             raise TypeError(f"Rod: 'basis' must be a StrainBasis (e.g. LegendreBasis), got {type(basis).__name__}")
-        nodes = collocation_nodes(magnus_order)  # validates the order
+        collocation_nodes(magnus_order)  # validates the order
         L = jnp.asarray(length, f)
         if L.shape != ():
             raise ValueError(f"Rod: 'length' must be a scalar, got shape {L.shape}")
@@ -175,10 +177,6 @@ class Rod(eqx.Module):
                 f"{type(basis).__name__}{basis.orders}, got {n_gauss}: with fewer Gauss points the "
                 "stiffness matrix is singular"
             )
-        X, w = segment_gauss_points(n_segments, n_gauss, L)
-        h = jnp.diff(X)
-        Xc = X[:-1, None] + h[:, None] * jnp.asarray(nodes, f)  # (n_p − 1, n_c)
-
         check_values("Rod", "shear_factor", shear_factor, lambda v: v > 0, "positive")
         if not isinstance(rotary_inertia, bool):
             raise ValueError(f"Rod: 'rotary_inertia' must be True or False, got {rotary_inertia!r}")
@@ -190,13 +188,15 @@ class Rod(eqx.Module):
                 raise ValueError(f"Rod: 'xi_star' must be a callable or have shape (6,), got {jnp.shape(xi_star)}")
         self.section, self.material, self.basis = section, material, basis
         self.shear_factor, self.rotary_inertia = jnp.asarray(shear_factor, f), rotary_inertia
-        xs = self.reference_strain
-
-        self.length, self.X, self.weights, self.h = L, X, w, h
-        self.Phi, self.Phi_c = basis(X, L), basis(Xc, L)
-        if not orders and not isinstance(self.Phi, jax.core.Tracer) and not isinstance(w, jax.core.Tracer):
+        tendons = tuple(tendons)
+        a = _discretise(
+            L, section, material, basis, self.xi_star_function, self.xi_star_constant, tendons,
+            n_segments, n_gauss, magnus_order, self.shear_factor, rotary_inertia,
+        )  # fmt: skip
+        X, w = a["X"], a["weights"]
+        if not orders and not isinstance(a["Phi"], jax.core.Tracer) and not isinstance(w, jax.core.Tracer):
             # any basis but a polynomial one: rank of Φ on the Gauss points (the points of positive weight)
-            rank = np.linalg.matrix_rank(np.asarray(self.Phi)[np.asarray(w) > 0].reshape(-1, basis.n_dof))
+            rank = np.linalg.matrix_rank(np.asarray(a["Phi"])[np.asarray(w) > 0].reshape(-1, basis.n_dof))
             if rank < basis.n_dof:
                 where = f"n_gauss = {n_gauss} Gauss points"
                 if n_segments > 1:
@@ -206,20 +206,15 @@ class Rod(eqx.Module):
                     f"< n_dof = {basis.n_dof}, so the stiffness matrix is singular: increase 'n_gauss' "
                     "or use independent basis functions"
                 )
-        area = section.moments(X, L)[0]
-        if not isinstance(area, jax.core.Tracer) and not bool(jnp.all(area > 0)):
+        area = a.pop("area")
+        if not isinstance(area, jax.core.Tracer) and not bool(np.all(np.asarray(area) > 0)):
             raise ValueError(
                 f"Rod: 'section' must have a positive area at every computational point, got A = "
                 f"{np.asarray(area)} at X = {np.asarray(X)}"
             )
-        self.xi_star, self.xi_star_c = xs(X), xs(Xc)
-        inertia = screw_inertia(section, material, X, L, rotary_inertia)
-        self.inertia = w[:, None] * jnp.diagonal(inertia, axis1=-2, axis2=-1)
-        wPhi = w[:, None, None] * self.Phi
-        k = self.shear_factor
-        self.stiffness = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L, k), self.Phi)
-        self.damping = jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L, k), self.Phi)
-        self.contact_radius = section.contact_radius(X, L)
+        self.length = L
+        for name, value in a.items():
+            setattr(self, name, value)
         self.gravity = jnp.asarray(gravity, f)
         if self.gravity.shape != (3,):
             raise ValueError(f"Rod: 'gravity' must have shape (3,), got {self.gravity.shape}")
@@ -229,12 +224,6 @@ class Rod(eqx.Module):
             raise ValueError(f"Rod: 'base_pose' must have shape (4, 4), got {self.base_pose.shape}")
         if base_pose is not None:
             check_values("Rod", "base_pose", base_pose, np.isfinite, "finite")
-        tendons = tuple(tendons)
-        if tendons:
-            d, dd = zip(*(t.offsets(X, L) for t in tendons))
-            self.tendon_d, self.tendon_dd = jnp.stack(d), jnp.stack(dd)
-        else:
-            self.tendon_d = self.tendon_dd = jnp.zeros((0, X.shape[0], 3), f)
         self.n_dof, self.n_points, self.n_tendons = basis.n_dof, int(X.shape[0]), len(tendons)
         self.magnus_order = int(magnus_order)
         self.strain_run = n_gauss + 1 if isinstance(basis, PiecewiseConstantBasis) and not callable(xi_star) else 1
@@ -242,11 +231,7 @@ class Rod(eqx.Module):
 
     def reference_strain(self, X: Float[ArrayLike, "..."]) -> Float[jax.Array, "... 6"]:
         """ξ*(X) at any abscissae X (shape ``X.shape + (6,)``)."""
-        X = jnp.asarray(X, self.length.dtype)
-        if self.xi_star_function is None:
-            return jnp.broadcast_to(self.xi_star_constant, X.shape + (6,))
-        fn = lambda x: jnp.asarray(self.xi_star_function(x, self.length), self.length.dtype)
-        return jnp.vectorize(fn, signature="()->(6)")(X)
+        return _reference_strain(self.xi_star_function, self.xi_star_constant, self.length, X)
 
     def arc_lengths(self, s: Float[ArrayLike, "..."], who: str = "Rod") -> jax.Array:
         """``s`` as an array of the rod's dtype, checked (where concrete) to lie on the rod, 0 ≤ s ≤ L; ``who`` names
@@ -263,6 +248,53 @@ class Rod(eqx.Module):
         commutator terms of the 4th-order expansion vanish identically (ξ₁ = ξ₂ in (C1), 𝓩 = hΦ in (C5), 𝓩̇ = 0 in
         (C8)) and the 2nd-order formulas at any collocation node are exact; else ``magnus_order``."""
         return 2 if self.strain_run > 1 else self.magnus_order
+
+
+def _reference_strain(function: Callable | None, constant: jax.Array, length: jax.Array, X: ArrayLike) -> jax.Array:
+    """ξ*(X): ``function(X, length)`` (a callable reference strain) or ``constant`` (6,), shape ``X.shape + (6,)``."""
+    X = jnp.asarray(X, length.dtype)
+    if function is None:
+        return jnp.broadcast_to(constant, X.shape + (6,))
+    fn = lambda x: jnp.asarray(function(x, length), length.dtype)
+    return jnp.vectorize(fn, signature="()->(6)")(X)
+
+
+@eqx.filter_jit
+def _discretise(
+    L, section, material, basis, xi_star_function, xi_star_constant, tendons, n_segments, n_gauss, magnus_order, k,
+    rotary_inertia,
+) -> dict[str, jax.Array]:  # fmt: skip
+    """The arrays of a :class:`Rod` (see its attributes) and the section's area at the points, as one compiled
+    program per topology (sizes, orders, basis, profile callables): built op by op, a rod compiled about a hundred
+    small programs, 1–2 s before its first use."""
+    f = L.dtype
+    X, w = segment_gauss_points(n_segments, n_gauss, L)
+    h = jnp.diff(X)
+    Xc = X[:-1, None] + h[:, None] * jnp.asarray(collocation_nodes(magnus_order), f)  # (n_p − 1, n_c)
+    Phi = basis(X, L)
+    wPhi = w[:, None, None] * Phi
+    inertia = screw_inertia(section, material, X, L, rotary_inertia)
+    if tendons:
+        d, dd = zip(*(t.offsets(X, L) for t in tendons))
+        tendon_d, tendon_dd = jnp.stack(d), jnp.stack(dd)
+    else:
+        tendon_d = tendon_dd = jnp.zeros((0, X.shape[0], 3), f)
+    return dict(
+        X=X,
+        weights=w,
+        h=h,
+        Phi=Phi,
+        Phi_c=basis(Xc, L),
+        xi_star=_reference_strain(xi_star_function, xi_star_constant, L, X),
+        xi_star_c=_reference_strain(xi_star_function, xi_star_constant, L, Xc),
+        inertia=w[:, None] * jnp.diagonal(inertia, axis1=-2, axis2=-1),
+        stiffness=jnp.einsum("kin,kij,kjm->nm", wPhi, screw_stiffness(section, material, X, L, k), Phi),
+        damping=jnp.einsum("kin,kij,kjm->nm", wPhi, screw_damping(section, material, X, L, k), Phi),
+        contact_radius=section.contact_radius(X, L),
+        tendon_d=tendon_d,
+        tendon_dd=tendon_dd,
+        area=section.moments(X, L)[0],
+    )
 
 
 def _in_plane(*strains: tuple[jax.Array, int]) -> bool:
