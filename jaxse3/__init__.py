@@ -7,7 +7,9 @@ Importing jaxse3 turns on JAX's persistent compilation cache in ``~/.cache/jaxse
 directory, or ``0`` for none) and lowers batched LU/Cholesky/triangular solves on CPU without jaxlib's LAPACK batch
 path, which can deadlock (``JAXSE3_BATCHED_LINALG=0`` to keep it), and turns XLA:CPU's MLIR fusion emitters off
 (30–45 % less compile time, no slower; ``JAXSE3_XLA_DEFAULTS=1`` to keep them); see :mod:`jaxse3._runtime`.
-:func:`clear_caches` drops every program compiled so far (JAX's and jaxse3's own), for long jobs.
+:func:`clear_caches` drops every program compiled so far (JAX's and jaxse3's own), for long jobs;
+:func:`set_compile_mode` trades run time for compile time in short, interactive runs (``"fast"``: about half the
+compile time, two to three times the run time; :mod:`jaxse3._compile`).
 """
 
 from jaxse3 import _runtime
@@ -15,7 +17,7 @@ from jaxse3 import _runtime
 _runtime.configure()
 
 from jaxse3 import approx, se3, so3  # noqa: E402 - the public alias modules of jaxse3.lie's
-from jaxse3._compile import clear_caches  # noqa: E402
+from jaxse3._compile import clear_caches, compile_mode, set_compile_mode  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["approx", "se3", "so3", "clear_caches", "__version__"]
+__all__ = ["approx", "se3", "so3", "clear_caches", "set_compile_mode", "compile_mode", "__version__"]

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+import jaxse3
 from jaxse3 import cli
 from jaxse3.sim import Trajectory
 
@@ -95,6 +96,7 @@ def test_output_paths_are_checked_before_any_work(tmp_path, capsys):
         (["run", "lie-demo", "--no-progress"], "--no-progress: not used by lie-demo"),
         (["run", "cdm", "--batch", "5"], "--batch: only for lie-demo"),
         (["run", "lie-demo", "--animate"], "--animate: not used by lie-demo"),
+        (["run", "lie-demo", "--compile", "optimized"], "--compile: not used by lie-demo"),
         (["run", "cdm", "--format", "gif"], "--format: an option of --animate"),
     ],
 )
@@ -188,6 +190,14 @@ def test_optimize_a_model_file_writes_a_solution_that_replays(tmp_path):
     problem = problems.reach(system, (0.3, 0.2, 0.1), 0.1, lower=-0.5, upper=0.5, q0=q0, n_knots=3)
     np.testing.assert_allclose(problem.rollout(sol.values).tip, sol.tip, atol=1e-12)
     assert (out / "hybrid_arm.png").stat().st_size > 10_000
+
+
+def test_run_compiles_in_the_fast_mode_unless_asked_and_restores_the_mode(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(cli, "run_simulation_example", lambda *args: seen.append(jaxse3.compile_mode()) or 0)
+    assert cli.main(["run", "cdm", "--out", str(tmp_path)]) == 0
+    assert cli.main(["run", "cdm", "--compile", "optimized", "--out", str(tmp_path)]) == 0
+    assert seen == ["fast", "optimized"] and jaxse3.compile_mode() == "optimized"
 
 
 @pytest.mark.slow

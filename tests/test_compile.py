@@ -80,3 +80,31 @@ def test_clear_caches_drops_the_compiled_programs_and_their_mappings():
     assert maps() < before  # the executable's mappings are returned
     np.testing.assert_array_equal(program(x), value)
     assert STATS.compilations == compiled + 1  # compiled again
+
+
+def test_the_fast_mode_passes_its_options_to_xla_once_per_program_and_gives_the_same_values(monkeypatch):
+    """set_compile_mode("fast") compiles the next programs with FAST_OPTIONS (XLA:CPU at -O0); a program compiled
+    in both modes is two executables with values equal to round-off; bad modes are named."""
+    lowered = type(eqx.filter_jit(jnp.sin).lower(jnp.ones(2)))
+    compile_ = lowered.compile
+    seen = []
+    monkeypatch.setattr(lowered, "compile", lambda self, compiler_options=None: (
+        seen.append(compiler_options), compile_(self, compiler_options))[1])  # fmt: skip
+    program = Compiled(lambda x: jnp.cumsum(jnp.sin(x) ** 2) @ jnp.cos(x), "modes")
+    x = jnp.linspace(0.0, 1.0, 33)
+    assert jaxse3.compile_mode() == "optimized"
+    optimized = program(x)
+    assert jaxse3.set_compile_mode("fast") == "optimized"
+    try:
+        fast = program(x)
+        program(x)
+    finally:
+        jaxse3.set_compile_mode("optimized")
+    program(x)
+    assert seen == [None, _compile.FAST_OPTIONS]
+    np.testing.assert_allclose(fast, optimized, rtol=1e-13)
+    with pytest.raises(ValueError, match="set_compile_mode: mode must be one of optimized, fast, got 'quick'"):
+        jaxse3.set_compile_mode("quick")
+    with pytest.raises(ValueError, match="JAXSE3_COMPILE must be one of optimized, fast"):
+        _compile._mode_from("quick")
+    assert _compile._mode_from("") == "optimized" and _compile._mode_from(" Fast ") == "fast"
