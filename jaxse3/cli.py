@@ -1,18 +1,18 @@
 """The ``jaxse3`` command: argument parsing and dispatch to the built-in examples of :mod:`jaxse3.demo`.
 
-``jaxse3 run cdm`` (the main job) simulates the cable-driven soft manipulator of seed 003 for 10 s with a progress
-bar, prints a timing summary (compilation separately from the simulation's wall time) and writes the trajectory
-(``cdm.npz``: ``t``, ``q``, ``qd``, ``u``, ``points``, ``tip`` world positions) and a figure (``cdm.png``: shape
-snapshots, tip path) to ``--out`` (default ``./jaxse3-out``). Its programs compile in jaxse3's "fast" mode (about half
-the compile time, 2–3× the run time; :func:`jaxse3.set_compile_mode`) unless ``--compile optimized``. ``jaxse3 list`` lists the examples. ``jaxse3 run
-lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp, log, dexp,
-dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``, ``--save``).
-``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of :mod:`jaxse3.optim.scenarios` by
-single shooting (``--method ddp`` or ``ilqr``: by DDP or iLQR on 20 ms implicit Euler steps) and writes
-``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3
-optimize arm-reach`` solves Crocoddyl's arm-reaching benchmark (Talos arm) by DDP and writes ``arm-reach.npz`` and
-``arm-reach.png``; ``jaxse3 optimize my_robot.toml --target X Y Z`` poses the same reaching problem on a model
-file's linkage (:func:`jaxse3.optim.scenarios.reach`: its tip to the target, the actuated joints' efforts within
+``jaxse3 run cdm`` (the main job) simulates the cable-driven soft manipulator of seed 003 for 10 s with a progress bar,
+prints a timing summary (compilation separately from the simulation's wall time) and writes the trajectory (``cdm.npz``:
+``t``, ``q``, ``qd``, ``u``, ``points``, ``tip`` world positions) and a figure (``cdm.png``: shape snapshots, tip path)
+to ``--out`` (default ``./jaxse3-out``). Its programs compile in jaxse3's "fast" mode (about half the compile time, 2–3×
+the run time; :func:`jaxse3.set_compile_mode`) unless ``--compile optimized``. ``jaxse3 list`` lists the examples.
+``jaxse3 run lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp,
+log, dexp, dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``,
+``--save``). ``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of
+:mod:`jaxse3.optim.scenarios` by single shooting (``--method ddp`` or ``ilqr``: by DDP or iLQR on 20 ms implicit Euler
+steps) and writes ``cdm-reach.npz`` (a :class:`jaxse3.optim.Solution`) and ``cdm-reach.png``; ``jaxse3 optimize
+arm-reach`` solves Crocoddyl's arm-reaching benchmark (Talos arm) by DDP and writes ``arm-reach.npz`` and
+``arm-reach.png``; ``jaxse3 optimize my_robot.toml --target X Y Z`` poses the same reaching problem on a model file's
+linkage (:func:`jaxse3.optim.scenarios.reach`: its tip to the target, the actuated joints' efforts within
 ``--max-input``) and solves it by single shooting.
 """
 
