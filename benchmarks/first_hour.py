@@ -57,6 +57,11 @@ def main_job_table() -> None:
     print(f"warm / cold command: {rows[2][1]['command'] / rows[1][1]['command']:.2f}")
 
 
+#: the compile modes of ``jaxse3 run`` and the built-in simulation examples timed in both
+MODES = ("fast", "optimized")
+EXAMPLES = ("cdm", "cdm-contact", "serial-robot", "flagellated", "parallel-robot", "fin-ray")
+
+
 def compile_mode_table(examples: list[str]) -> None:
     rows = {}
     with tempfile.TemporaryDirectory() as out:
@@ -67,10 +72,6 @@ def compile_mode_table(examples: list[str]) -> None:
     for example, (fast, opt) in rows.items():
         cells = [f"{fast[k]:.1f} / {opt[k]:.1f}" for k in ("command", "compile", "simulation")]
         print(f"{example:15s} {cells[0]:>13s} {cells[1]:>13s} {cells[2]:>15s} {opt['command'] / fast['command']:12.2f}")
-
-
-MODES = ("fast", "optimized")
-EXAMPLES = ("cdm", "cdm-contact", "serial-robot", "flagellated", "parallel-robot", "fin-ray")
 
 
 def batch_table(batch: int) -> None:

@@ -26,7 +26,6 @@ def pytest_load_initial_conftests(early_config, parser, args):
 #: the files that took longest (≥ 90 s on one worker of a 2-core machine, 2026-12-02), longest first
 LONGEST = (
     "tests/lie/test_rules.py",
-    "tests/optim/test_shooting.py",
     "tests/test_cli.py",
     "tests/linkage/test_linkage.py",
     "tests/optim/test_ddp.py",

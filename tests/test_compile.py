@@ -86,10 +86,13 @@ def test_the_fast_mode_passes_its_options_to_xla_once_per_program_and_gives_the_
     """set_compile_mode("fast") compiles the next programs with FAST_OPTIONS (XLA:CPU at -O0); a program compiled
     in both modes is two executables with values equal to round-off; bad modes are named."""
     lowered = type(eqx.filter_jit(jnp.sin).lower(jnp.ones(2)))
-    compile_ = lowered.compile
-    seen = []
-    monkeypatch.setattr(lowered, "compile", lambda self, compiler_options=None: (
-        seen.append(compiler_options), compile_(self, compiler_options))[1])  # fmt: skip
+    compile_, seen = lowered.compile, []
+
+    def recorded(self, compiler_options=None):
+        seen.append(compiler_options)
+        return compile_(self, compiler_options)
+
+    monkeypatch.setattr(lowered, "compile", recorded)
     program = Compiled(lambda x: jnp.cumsum(jnp.sin(x) ** 2) @ jnp.cos(x), "modes")
     x = jnp.linspace(0.0, 1.0, 33)
     assert jaxse3.compile_mode() == "optimized"
