@@ -12,32 +12,56 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxse3.lie import _entries
 from jaxse3.lie._entries import Entries
 
-#: the generators E₁, E₂, E₃ of so(3) (Eₖ = ẽₖ, the skew matrix of the k-th unit vector)
-_GENERATORS = np.array(
-    [
-        [[0.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]],
-        [[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 0.0]],
-        [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
-    ]
-)
+_PICK = jax.lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+
+
+def _signed_entries(x: jnp.ndarray, index: np.ndarray) -> jnp.ndarray:
+    """The entries ``(x, −x, 0)[index]`` as one gather: a matrix whose entries are coordinates of x, their negatives or
+    zeros (``index`` a constant into the 2n + 1 values).
+
+    skew, ad and adbar are in nearly every program jaxse3 builds, and the size of a program is what tracing and XLA
+    compile. Gathered, ad_X lowers to 8 operations instead of 41 as blocks of x₁E₁ + x₂E₂ + x₃E₃ (constant generators
+    Eₖ), its gradient to 22 instead of 97, and the fin-ray finger's Jacobian program to 15.4k operations instead of
+    20.9k (trace and lowering 4.5 → 3.4 s). The programs run as fast: interleaved in one process, the vmapped rods'
+    forward dynamics and Jacobians within 2 %, the CDM's and the finger's at batch 1 within the noise (±5 %). (A
+    product with a constant (n, 3, 3) tensor is as short, but XLA:CPU cannot fuse it into the products it feeds.)"""
+    values = jnp.concatenate([x, -x, jnp.zeros(1, x.dtype)])
+    return jax.lax.gather(
+        values,
+        index.reshape(-1, 1),
+        _PICK,
+        slice_sizes=(1,),
+        mode=jax.lax.GatherScatterMode.PROMISE_IN_BOUNDS,
+    ).reshape(index.shape)
+
+
+def _skew_index(n: int, offset: int) -> list[list[int]]:
+    """Indices into (x, −x, 0) (x of size n) of the skew matrix of x[offset : offset + 3]."""
+    zero, a, b, c = 2 * n, offset, offset + 1, offset + 2
+    return [[zero, n + c, b], [c, zero, n + a], [n + b, a, zero]]
+
+
+def _blocks(*rows: list) -> np.ndarray:
+    """The index matrix of a 6×6 matrix of 3×3 blocks into a 6-vector's (x, −x, 0) (None: a zero block)."""
+    zero = np.full((3, 3), 12)
+    return np.block([[zero if b is None else np.asarray(b) for b in row] for row in rows]).astype(np.int32)
+
+
+_SKEW_INDEX = np.asarray(_skew_index(3, 0), np.int32)
+_AD6_INDEX = _blocks([_skew_index(6, 0), None], [_skew_index(6, 3), _skew_index(6, 0)])  # [[x̃, 0], [ỹ, x̃]]
+_ADBAR6_INDEX = _blocks([_skew_index(6, 0), _skew_index(6, 3)], [_skew_index(6, 3), None])  # [[ũ, ṽ], [ṽ, 0]]
 
 
 def skew(x: jnp.ndarray) -> jnp.ndarray:
-    """x̃ with x̃ z = x × z (seed 000 eq. (3)); x has shape (3,).
-
-    Written as x₁E₁ + x₂E₂ + x₃E₃ with the constant generators Eₖ: 17 operations that XLA fuses into its consumers,
-    where the literal 3×3 array of entries traces to 34 (a slice, reshape and broadcast per entry, then
-    concatenations). skew is in nearly every program jaxse3 builds, and the size of a program is what tracing and XLA
-    compile. (A sum over k or a product with the (3, 3, 3) constant is shorter still, but XLA:CPU then cannot fuse it
-    into the products it feeds: the rod's forward dynamics and its Jacobian ran 10–20 % slower.)"""
-    E1, E2, E3 = (jnp.asarray(E, dtype=x.dtype) for E in _GENERATORS)
-    return x[0] * E1 + x[1] * E2 + x[2] * E3
+    """x̃ with x̃ z = x × z (seed 000 eq. (3)); x has shape (3,)."""
+    return _signed_entries(x, _SKEW_INDEX)
 
 
 def unskew(m: jnp.ndarray) -> jnp.ndarray:
@@ -47,15 +71,12 @@ def unskew(m: jnp.ndarray) -> jnp.ndarray:
 
 def _ad6(X: jnp.ndarray) -> jnp.ndarray:
     """ad_X = [[x̃, 0], [ỹ, x̃]] (seed 000 eq. (19)): ad_X Y = vee([X̂, Ŷ])."""
-    xt, yt = skew(X[:3]), skew(X[3:])
-    z = jnp.zeros_like(xt)
-    return jnp.block([[xt, z], [yt, xt]])
+    return _signed_entries(X, _AD6_INDEX)
 
 
 def _adbar6(U: jnp.ndarray) -> jnp.ndarray:
     """adbar_U = [[ũ, ṽ], [ṽ, 0]] (seed 000 eq. (38)), defined by ad_Xᵀ U = adbar_U X."""
-    ut, vt = skew(U[:3]), skew(U[3:])
-    return jnp.block([[ut, vt], [vt, jnp.zeros_like(ut)]])
+    return _signed_entries(U, _ADBAR6_INDEX)
 
 
 class AdForm:
