@@ -3,7 +3,7 @@ exact quadratic (built from matrix exponentials, independently of the simulator)
 L-BFGS, projected for Adam) and the bounded optimum is a KKT point; the cost is the trapezoidal rule of the running
 cost plus the terminal cost; a non-finite cost stops with the last good iterate; bad input is named; a solution
 survives a save/load round trip. Multiple shooting: its transcription is single shooting where the segments
-join, and it approaches the same exact minimiser."""
+join, and it converges to the same exact minimiser."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -214,10 +214,15 @@ def test_path_inequality_constraint_gives_the_exact_constrained_minimiser():
         method="SLSQP",
         options={"ftol": 1e-15, "maxiter": 500},
     )
-    sol = solve_shooting(problem, max_iters=400, gtol=1e-6, ctol=1e-7)
+    gtol = 1e-6
+    sol = solve_shooting(problem, max_iters=400, gtol=gtol, ctol=1e-7)
     assert sol.converged, sol.message
     assert np.min(A @ np.ravel(sol.values)) >= U_MIN - 1e-7
-    np.testing.assert_allclose(np.ravel(sol.values), qp.x, atol=2e-4 * np.abs(qp.x).max())
+    # what gtol guarantees: the knots off the bound (u₁'s knots are on it) within ‖∇‖₂ / λ_min of their Hessian
+    free = np.abs(qp.x - U_MIN) > 1e-6
+    assert free.sum() == 4
+    bound = gtol * np.sqrt(free.sum()) / np.linalg.eigvalsh(H[np.ix_(free, free)])[0]  # 2.5e-3: H is ill-conditioned
+    np.testing.assert_allclose(np.ravel(sol.values), qp.x, atol=bound)
     assert sol.cost >= _exact_cost(unconstrained, P, S, w)
 
 
@@ -246,19 +251,20 @@ def test_multiple_shooting_transcription_is_single_shooting_where_the_segments_j
     np.testing.assert_allclose(ms.split(z)[0], c)
 
 
-def test_multiple_shooting_approaches_the_minimiser_of_the_exact_quadratic():
+def test_multiple_shooting_converges_to_the_minimiser_of_the_exact_quadratic():
     """Two segments (the middle state free, the defect an equality constraint of the augmented Lagrangian): the
-    knots approach the exact minimiser of single shooting and the segments join. The projected L-BFGS inner solves
-    converge slowly on these augmented Lagrangians (measured: 400 updates to defect 6.7e−7, knots within 5.8e−5,
-    where single shooting needs 25), so the test checks the approach, not convergence."""
+    solve converges, the knots are the exact minimiser of single shooting and the segments join. (With every inner
+    solve run to gtol it stopped at 400 updates, its defect 6.7e−7 on one CPU and 4e−5 on another; with the inexact
+    inner solves it converges in about 200.)"""
     problem = _problem()
     P, S, w = _exact_quadratic(problem.system)
     H = P.T @ P + W_EFFORT * S.T @ (w[:, None] * S)
     c_star = np.linalg.solve(H, P.T @ TARGET)
     sol = solve_shooting(problem, segments=2, max_iters=400, gtol=1e-7, ctol=1e-7, penalty=1.0)
-    assert sol.info["method"] == "multiple shooting" and sol.info["defect"] <= 1e-5
+    assert sol.converged, sol.message
+    assert sol.info["method"] == "multiple shooting" and sol.info["defect"] <= 1e-7
     assert np.asarray(sol.info["segment_states"]).shape == (1, 8)
-    np.testing.assert_allclose(np.ravel(sol.values), c_star, atol=1e-3 * np.abs(c_star).max())
+    np.testing.assert_allclose(np.ravel(sol.values), c_star, atol=1e-4 * np.abs(c_star).max())
     np.testing.assert_allclose(sol.cost, _exact_cost(c_star, P, S, w), rtol=1e-5)
     assert sol.u.shape == (N_SAVE - 1, 2) and sol.x.shape == (N_SAVE, 8) and sol.tip.shape == (N_SAVE, 3)
     np.testing.assert_allclose(sol.x[:, :4], problem.rollout(sol.values).q, atol=1e-5)
