@@ -3,8 +3,9 @@
 Oracles: the RNEA recursions at rest (``rnea(rod, q, None, None, level="all")``: forward and backward passes over the
 joints), autodiff of the Kane/Jacobian assembly of :mod:`tests.rod.reference`, and central differences; on spatial
 rods (Legendre bases at Magnus order 2 and 4, tapered, tilted base; a precurved PCS rod on runs of constant strain)
-and planar ones (on SE(2), tilted out of the world axes, gravity with an out-of-plane component), at random
-configurations and at the straight rod (θ = 0 exactly), under jit and vmap.
+and planar ones (on SE(2), tilted out of the world axes, gravity with an out-of-plane component; the planar PCS rod
+by the closed form over its runs), at random configurations, strongly bent ones and the straight rod (θ = 0
+exactly), under jit and vmap; the closed form's ψ_j against quadrature on both sides of its switch.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from jaxse3 import rod as R
-from jaxse3.rod._gravity import gravity_at_rest
+from jaxse3.rod._gravity import _PSI_SERIES, _psi, gravity_at_rest
 from tests.rod import reference as ref
 from tests.rod.conftest import relative_error, small_rod
 from tests.rod.test_segments import _planar_rods, _rod
@@ -42,6 +43,8 @@ def test_gravity_at_rest_equals_the_recursions(name):
     rod = _rods()[name]
     assert (rod.strain_run > 1) == ("pcs" in name) and rod.planar == ("planar" in name)
     qs = jnp.concatenate([jnp.zeros((1, rod.n_dof)), 0.5 * jax.random.normal(jax.random.PRNGKey(1), (3, rod.n_dof))])
+    # strongly bent: on the planar runs s κ then lies on both sides of ψ's switch in each run (|s κ| from 0.1 to 1.1)
+    qs = jnp.concatenate([qs, 3.0 * jax.random.normal(jax.random.PRNGKey(1), (1, rod.n_dof))])
     tau, dq = _gravity(rod, qs)
     want = _recursion(rod, qs)
     assert float(jnp.max(jnp.abs(want.dq[1:]))) > 1e-3  # the gravity stiffness is present
@@ -51,6 +54,19 @@ def test_gravity_at_rest_equals_the_recursions(name):
     for k in range(qs.shape[0]):  # the value alone, without forming S_α
         value_only, none = gravity_at_rest(rod, qs[k], jacobian=False)
         assert none is None and relative_error(value_only, want.tau[k]) < 1e-12, (name, k)
+
+
+def test_psi_is_its_integral_on_both_sides_of_its_switch():
+    """ψ_j(x) = ∫₀¹ tʲ e^{ixt} dt (the planar runs' closed form) against mpmath's quadrature at 30 digits."""
+    import mpmath
+
+    mpmath.mp.dps = 30
+    xs = [0.0, 1e-9, -1e-4, 0.3, _PSI_SERIES * (1 - 1e-12), _PSI_SERIES * (1 + 1e-12), -0.7, 2.0, 25.0]
+    got = jax.jit(_psi)(jnp.asarray(xs))
+    for j in range(3):
+        for k, x in enumerate(xs):
+            want = complex(mpmath.quad(lambda t: t**j * mpmath.expj(x * t), [0, 1]))
+            assert abs(complex(got[j][k]) - want) <= 1e-15 * max(1.0, abs(want)), (j, x, complex(got[j][k]), want)
 
 
 def test_gravity_at_rest_against_the_kane_assembly_and_central_differences():
