@@ -60,13 +60,14 @@ def test_psi_is_its_integral_on_both_sides_of_its_switch():
     """ψ_j(x) = ∫₀¹ tʲ e^{ixt} dt (the planar runs' closed form) against mpmath's quadrature at 30 digits."""
     import mpmath
 
-    mpmath.mp.dps = 30
     xs = [0.0, 1e-9, -1e-4, 0.3, _PSI_SERIES * (1 - 1e-12), _PSI_SERIES * (1 + 1e-12), -0.7, 2.0, 25.0]
     got = jax.jit(_psi)(jnp.asarray(xs))
     for j in range(3):
         for k, x in enumerate(xs):
-            want = complex(mpmath.quad(lambda t: t**j * mpmath.expj(x * t), [0, 1]))
-            assert abs(complex(got[j][k]) - want) <= 1e-15 * max(1.0, abs(want)), (j, x, complex(got[j][k]), want)
+            with mpmath.workdps(30):
+                want = complex(mpmath.quad(lambda t: t**j * mpmath.expj(x * t), [0, 1]))
+            # the recurrence's round-off, ~2ε/x² relative, is largest just above the switch: 2e−15 there
+            assert abs(complex(got[j][k]) - want) <= 1e-14 * max(1.0, abs(want)), (j, x, complex(got[j][k]), want)
 
 
 def test_gravity_at_rest_against_the_kane_assembly_and_central_differences():
