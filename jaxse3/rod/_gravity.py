@@ -227,11 +227,11 @@ def gravity_at_rest(
     dtype = q.dtype
     a = rod.gravity.astype(dtype)
     z = jnp.zeros_like(q)
-    if rod.planar and rod.strain_run > 1:
-        return _planar_runs(rod, q, (rod.base_pose[:3, :3].astype(dtype).T @ a)[:2], jacobian)
     if rod.planar:
-        alg, lie, k = _Plane, se2, 1  # k: the angular rows of a twist
         a = (rod.base_pose[:3, :3].astype(dtype).T @ a)[:2]  # in the plane of the base frame
+        if rod.strain_run > 1:
+            return _planar_runs(rod, q, a, jacobian)
+        alg, lie, k = _Plane, se2, 1  # k: the angular rows of a twist
         Om, _, _, Z = _twist_rates(rod, q, z, z, False, se2.PLANE)  # (n_j, 3), (n_j, 3, n)
         R, p = _planar_poses(Om)
         Phi_c = rod.Phi_c[..., _PLANE, :]
