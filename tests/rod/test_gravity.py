@@ -81,6 +81,16 @@ def test_gravity_at_rest_against_the_kane_assembly_and_central_differences():
     assert relative_error(dq, ref.central_difference(value, q, 1e-5)) < 1e-8
 
 
+def test_planar_runs_jacobian_is_the_central_difference_of_their_value():
+    """The closed form over the runs: its written-out Hessian against central differences of its value, at the straight
+    rod and strongly bent (both sides of ψ's switch)."""
+    rod = _rods()["planar pcs"]
+    value = jax.jit(lambda x: gravity_at_rest(rod, x, jacobian=False)[0])
+    for q in (jnp.zeros(rod.n_dof), 3.0 * jax.random.normal(jax.random.PRNGKey(1), (rod.n_dof,))):
+        _, dq = jax.jit(gravity_at_rest)(rod, q)
+        assert relative_error(dq, ref.central_difference(value, q, 1e-5)) < 1e-8
+
+
 def test_statics_rule_runs_it_and_parameter_tangents_fall_back_to_autodiff():
     """inverse_dynamics_at_rest's value and rule are these sums; a tangent along the rod's inertia differentiates
     the same plain function (ID at rest is linear in the inertia)."""
