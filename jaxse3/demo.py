@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxse3 import __version__
+from jaxse3._compile import FAST_OPTIONS
 from jaxse3.lie import se3
 
 ANGLES = (0.0, 1e-8, 1e-4, 0.1, 1.0, 2.0, 3.0)
@@ -41,33 +42,46 @@ def _rel(a, b) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
+def _pairs(X, U, S, Z, Q) -> dict[str, tuple[jnp.ndarray, jnp.ndarray]]:
+    """(closed form, reference) of every quantity of :func:`accuracy_table` at one point X."""
+    out = {
+        "exp": (se3.exp(X), jax.scipy.linalg.expm(se3.hat(X))),
+        "log": (se3.log(se3.exp(X)), X),
+    }
+    for inv in (False, True):
+        tag = "dexp_inv" if inv else "dexp"
+        F = lambda X, inv=inv: _series_dexp(X, inv)
+        out[tag] = (getattr(se3, tag)(X), F(X))
+        out[f"d_{tag}"] = (getattr(se3, "d_" + tag)(X, U), jax.jvp(F, (X,), (U,))[1])
+        d2_ref = jax.jvp(lambda X: jax.jvp(F, (X,), (U,))[1], (X,), (S,))[1]
+        out[f"d2_{tag}"] = (getattr(se3, "d2_" + tag)(X, U, S), d2_ref)
+        out[f"{tag}_jac"] = (getattr(se3, tag + "_jac")(X, Z), jax.jacfwd(lambda X: F(X) @ Z)(X))
+        H_ref = jax.hessian(lambda X: Q @ F(X) @ Z)(X)
+        out[f"{tag}_hess"] = (getattr(se3, tag + "_hess")(X, Q, Z), H_ref)
+        apply = getattr(se3, tag + "_apply")
+        out[f"hessian via custom rules ({tag})"] = (jax.hessian(lambda X: Q @ apply(X, Z))(X), H_ref)
+    return out
+
+
 def accuracy_table(seed: int = 0) -> list[dict]:
-    """Max relative Frobenius error per quantity over :data:`ANGLES` (random axes and translations)."""
+    """Max relative Frobenius error per quantity over :data:`ANGLES` (random axes and translations).
+
+    All angles are evaluated by one program (:func:`_pairs` under ``vmap``), compiled in the fast mode (values, not
+    speed, matter here; :data:`jaxse3._compile.FAST_OPTIONS`): executed op by op, the series references' Hessians
+    took a minute.
+    """
     rng = np.random.default_rng(seed)
-    rows: dict[str, float] = {}
-
-    def record(name: str, err: float) -> None:
-        rows[name] = max(rows.get(name, 0.0), err)
-
+    points = []
     for phi in ANGLES:
         n = rng.normal(size=3)
-        X = jnp.asarray(np.concatenate([phi * n / np.linalg.norm(n), rng.normal(size=3)]))
-        U, S, Z, Q = (jnp.asarray(rng.normal(size=6)) for _ in range(4))
-        record("exp", _rel(se3.exp(X), jax.scipy.linalg.expm(se3.hat(X))))
-        record("log", _rel(se3.log(se3.exp(X)), X))
-        for inv in (False, True):
-            tag = "dexp_inv" if inv else "dexp"
-            F = lambda X, inv=inv: _series_dexp(X, inv)
-            record(tag, _rel(getattr(se3, tag)(X), F(X)))
-            record(f"d_{tag}", _rel(getattr(se3, "d_" + tag)(X, U), jax.jvp(F, (X,), (U,))[1]))
-            d2_ref = jax.jvp(lambda X: jax.jvp(F, (X,), (U,))[1], (X,), (S,))[1]
-            record(f"d2_{tag}", _rel(getattr(se3, "d2_" + tag)(X, U, S), d2_ref))
-            record(f"{tag}_jac", _rel(getattr(se3, tag + "_jac")(X, Z), jax.jacfwd(lambda X: F(X) @ Z)(X)))
-            H_ref = jax.hessian(lambda X: Q @ F(X) @ Z)(X)
-            record(f"{tag}_hess", _rel(getattr(se3, tag + "_hess")(X, Q, Z), H_ref))
-            apply = getattr(se3, tag + "_apply")
-            record(f"hessian via custom rules ({tag})", _rel(jax.hessian(lambda X: Q @ apply(X, Z))(X), H_ref))
-    return [{"quantity": k, "max_rel_error": v} for k, v in rows.items()]
+        X = np.concatenate([phi * n / np.linalg.norm(n), rng.normal(size=3)])
+        points.append([X, *(rng.normal(size=6) for _ in range(4))])  # X, U, S, Z, Q
+    args = [jnp.asarray(np.stack(column)) for column in zip(*points)]
+    pairs = jax.jit(jax.vmap(_pairs)).lower(*args).compile(FAST_OPTIONS)(*args)
+    return [
+        {"quantity": k, "max_rel_error": max(_rel(ours[i], ref[i]) for i in range(len(ANGLES)))}
+        for k, (ours, ref) in pairs.items()
+    ]
 
 
 def _time(fn: Callable, *args, repeats: int = 5) -> float:
