@@ -9,12 +9,17 @@ over 4 members, 1.5e−6 m over 64; 2.7e−5 m at 1e−9: its error grows with t
 float32's round-off floor of the stack's scaled residual lies near 1e−10, met by the Newton iteration's stall rule];
 the contact CDM's tip over 1.2 s (the wall met at 0.93 s) within 1e−5 m [4.7e−7 m]; the rigid arm's last body over
 1 s within 2e−4 m at rtol 1e−5 [6.1e−5 m; a chaotic chain: at rtol 1e−3 the two runs' step choices part by
-1.1e−3 m]."""
+1.1e−3 m].
+
+The float64 results are stored (``float64_reference.json``, with a digest of the script that made them): the same
+script run in float64 costs as much as the float32 run. A change of the script fails the test until the reference is
+written again: ``python -m tests.sim.test_float32``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -75,14 +80,28 @@ GRADIENT = 2e-8
 ENERGY_DRIFT, ENERGY_GAP = 5e-5, 2e-6
 
 
+#: the float64 run of SCRIPT, and the digest of the SCRIPT that made it
+REFERENCE = pathlib.Path(__file__).with_name("float64_reference.json")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _digest() -> str:
+    return hashlib.sha256(SCRIPT.encode()).hexdigest()[:16]
+
+
+def _run(bits: str) -> dict:
+    r = subprocess.run([sys.executable, "-c", SCRIPT, bits], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.slow
 def test_the_cdm_in_float32_keeps_its_budgets_against_float64():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    runs = {}
-    for bits in ("32", "64"):
-        r = subprocess.run([sys.executable, "-c", SCRIPT, bits], capture_output=True, text=True, timeout=900, cwd=root)
-        assert r.returncode == 0, r.stderr[-3000:]
-        runs[bits] = json.loads(r.stdout.strip().splitlines()[-1])
+    reference = json.loads(REFERENCE.read_text())
+    assert reference.pop("script") == _digest(), (
+        "SCRIPT changed: write the reference again (python -m tests.sim.test_float32)"
+    )
+    runs = {"32": _run("32"), "64": reference}
     assert runs["32"]["dtype"] == "float32" and runs["64"]["dtype"] == "float64"
     np.testing.assert_allclose(runs["32"]["statics"], runs["64"]["statics"], atol=1e-6)
     np.testing.assert_allclose(runs["32"]["gradient"], runs["64"]["gradient"], atol=GRADIENT)
@@ -94,3 +113,8 @@ def test_the_cdm_in_float32_keeps_its_budgets_against_float64():
     np.testing.assert_allclose(runs["32"]["newmark"], runs["64"]["newmark"], atol=1e-5)
     np.testing.assert_allclose(runs["32"]["contact"], runs["64"]["contact"], atol=1e-5)
     np.testing.assert_allclose(runs["32"]["rigid"], runs["64"]["rigid"], atol=2e-4)
+
+
+if __name__ == "__main__":  # write the float64 reference: python -m tests.sim.test_float32
+    REFERENCE.write_text(json.dumps({"script": _digest(), **_run("64")}) + "\n")
+    print(f"wrote {REFERENCE}")
