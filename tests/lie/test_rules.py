@@ -100,6 +100,7 @@ def test_rules_are_used(group):
     """jacfwd / jacrev / hessian of user code invoke the hand-derived rules (trace-time counter and jaxpr)."""
     G, n = group
     X, Z, Q = map(jnp.asarray, vectors(n, 3))
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     rules.RULE_CALLS.clear()  # the counter counts at trace time: tracing (eval_shape) is enough, nothing is compiled
     jax.eval_shape(jax.jacfwd(G.dexp_apply), X, Z)
     jax.eval_shape(jax.jacrev(G.dexp_inv_apply), X, Z)
@@ -182,6 +183,7 @@ def test_form_hessian_is_the_contracted_closed_form(group):
     G, n = group
     X = jnp.asarray(np.stack([point(n, phi, seed=3) for phi in ANGLES]))
     Q, Z = map(jnp.asarray, vectors(n, 2, seed=5))
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     rules.RULE_CALLS.clear()
     for form, matrix, hess in [(G.dexp_form, ref.dexp, G.dexp_hess), (G.dexp_inv_form, ref.dexp_inv, G.dexp_inv_hess)]:
         H = jax.jit(jax.vmap(jax.hessian(form), in_axes=(0, None, None)))(X, Q, Z)

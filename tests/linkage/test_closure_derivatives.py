@@ -148,6 +148,7 @@ def results():
     for name, state in CASES:
         model, by_state = states[name]
         closures, x = by_state[state]
+        jax.clear_caches()  # rules are traced once and cached: count a fresh trace
         before = RULE_CALLS.copy()
         rules, extras = model.rules(closures, x)
         calls.setdefault(name, RULE_CALLS - before)
@@ -219,6 +220,7 @@ def test_quaternion_joints_keep_plain_autodiff():
     closure = lk.Closure("body", None, "spherical")
     quat = jnp.array([0.9, 0.2, -0.3, 0.1])
     q, qd, u = jnp.concatenate([jnp.array([0.1, -0.2, 0.05]), quat / jnp.linalg.norm(quat)]), jnp.ones(6), jnp.zeros(0)
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS.copy()
     fd = lambda q: lk.constrained_forward_dynamics(linkage, closure, q, qd, u, 0.1)[0]
     jax.make_jaxpr(jax.jacfwd(fd))(q)
@@ -293,6 +295,7 @@ def test_index3_residual_value_and_rule(name, every_kind):
         rest = (at_rest(z), plain_at_rest(z), jax.jacfwd(at_rest)(z), jax.jacfwd(plain_at_rest)(z))
         return public(y), want, A, jax.jacfwd(public)(y), jax.jacfwd(plain)(y), rest
 
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS.copy()
     r, want, A, rule, auto, rest = programs(y, jnp.concatenate([q, lam, u]))
     assert (RULE_CALLS - before)["linkage.index3_residual"] >= 1
@@ -361,6 +364,7 @@ def test_baumgarte_residual_value_and_rule(name, every_kind):
         along_x = jax.jacfwd(lambda x: lk.baumgarte_residual(linkage, cs, q, qd, x[:nv], x[nv:], u, T))(x)
         return public(y), jnp.concatenate([r, c]), at_b, jax.jacfwd(public)(y), jax.jacfwd(plain)(y), along_x
 
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS.copy()
     R, want, at_b, rule, auto, along_x = programs(y)
     assert (RULE_CALLS - before)["linkage.baumgarte_residual"] >= 1

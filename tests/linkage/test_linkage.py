@@ -149,6 +149,7 @@ def test_a_rigid_only_linkage_runs_on_jaxse3_rigid():
         public = (lk.inverse_dynamics(linkage, q, v, a), lk.inverse_dynamics_derivatives(linkage, q, v, a))
         return public, (lk.inverse_dynamics_autodiff(linkage, q, v, a), lk.tree_derivatives(linkage, q, v, a)), fd
 
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS["rigid.rnea"], RULE_CALLS["rigid.forward_dynamics"]
     (tau, r), (tau_tree, r_tree), fd_tree = jax.jit(both)(q, v, a, u)
     np.testing.assert_allclose(tau, tau_tree, rtol=1e-12, atol=1e-12)
@@ -284,6 +285,7 @@ def test_hybrid_inverse_dynamics_derivatives_match_autodiff_and_central_differen
     fd_v = np.stack([(hybrid_id(q, v + e, a) - hybrid_id(q, v - e, a)) / (2 * eps) for e in E], axis=1)
     for got, want in ((r.dq, fd_q), (r.dqd, fd_v)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * max(np.abs(want).max(), 1.0))
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS["linkage.inverse_dynamics"]
     dq = jax.jacfwd(lambda q: lk.inverse_dynamics(HYBRID, q, v, a))(q)
     assert RULE_CALLS["linkage.inverse_dynamics"] > before
@@ -339,6 +341,7 @@ def test_hybrid_forward_dynamics_jacobians_match_central_differences():
         (Ju, central(lambda x: fd(q, v, x), u)),
     ):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max())
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS["linkage.forward_dynamics"]
     np.testing.assert_allclose(jax.jacfwd(fd, argnums=2)(q, v, u), Ju, rtol=1e-12, atol=1e-12)
     assert RULE_CALLS["linkage.forward_dynamics"] > before
@@ -485,6 +488,7 @@ def test_exponential_joints_follow_lagranges_equations_and_have_exact_derivative
         ):
             fd = np.stack(fd, axis=1) / (2 * eps)
             np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS["linkage.inverse_dynamics"]
     dq = jax.jit(jax.jacfwd(lambda q: lk.inverse_dynamics(linkage, q, v, a)))(q)
     assert RULE_CALLS["linkage.inverse_dynamics"] > before

@@ -65,6 +65,7 @@ def test_a_linkage_shooting_gradient_is_exact_and_runs_the_linkage_rules():
     )
     knots = jnp.array([[0.02], [0.05], [-0.01]])
     cost = jax.jit(lambda k: problem.cost(k))
+    jax.clear_caches()  # rules are traced once and cached: count a fresh trace
     before = RULE_CALLS["linkage.inverse_dynamics"]
     grad = jax.jit(jax.grad(problem.cost))(knots)
     assert RULE_CALLS["linkage.inverse_dynamics"] > before  # the backward pass runs the analytical rule
