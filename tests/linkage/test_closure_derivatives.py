@@ -148,7 +148,8 @@ def results():
     for name, state in CASES:
         model, by_state = states[name]
         closures, x = by_state[state]
-        jax.clear_caches()  # rules are traced once and cached: count a fresh trace
+        if name not in calls:  # rules are traced once and cached: count a fresh trace, once per model
+            jax.clear_caches()
         before = RULE_CALLS.copy()
         rules, extras = model.rules(closures, x)
         calls.setdefault(name, RULE_CALLS - before)
