@@ -102,10 +102,12 @@ def test_rest_path_equals_the_full_recursion_and_the_kane_oracle():
                 assert relative_error(getattr(rest, field), getattr(full, field)) < 1e-13, (name, field)
             np.testing.assert_array_equal(rest.dqd, 0.0)
         assert relative_error(_id_rest(rod, q), _id(rod, q, z, z)) < 1e-13, name
-        jax.clear_caches()  # rules are traced once and cached: count a fresh trace
+        fresh = name == "random"  # rules are traced once and cached: count a fresh trace, at the first state
+        if fresh:
+            jax.clear_caches()
         before = R.ROD_RULE_CALLS["inverse_dynamics_at_rest"]
-        J = jax.jit(jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1))(rod, q)  # traced anew: the rule runs
-        assert R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > before
+        J = jax.jit(jax.jacfwd(R.inverse_dynamics_at_rest, argnums=1))(rod, q)
+        assert not fresh or R.ROD_RULE_CALLS["inverse_dynamics_at_rest"] > before  # traced anew: the rule ran
         assert relative_error(J, _ref_jac(rod, q, z, z)[0]) < 1e-11, name
         assert relative_error(_rest_jac(rod, q), J) < 1e-14, name
     with pytest.raises(ValueError, match="both None"):
