@@ -6,7 +6,8 @@
   position, effort, state regularisation) and bounds on the controls.
 * :func:`solve_shooting`: single shooting, or multiple shooting (``segments``), with optax (projected L-BFGS with a
   backtracking search, Adam or any optax transformation with projected steps), gradients through
-  :func:`jaxse3.sim.simulate` with the models' analytical rules.
+  :func:`jaxse3.sim.simulate` with the models' analytical rules, in forward or reverse mode by the problem's size
+  (:func:`gradient_mode`).
 * :func:`solve_ddp` on a :class:`DiscreteProblem` (a step map: :func:`symplectic_euler` of a system, or
   :func:`implicit_euler` for stiff ones such as rods):
   full second-order DDP with the exact second derivatives of the dynamics, or Gauss–Newton iLQR; one jit-able,
@@ -19,7 +20,7 @@ from jaxse3.optim import costs
 from jaxse3.optim.controls import KINDS, Controls
 from jaxse3.optim.ddp import DDPSolution, DiscreteProblem, implicit_euler, solve_ddp, symplectic_euler
 from jaxse3.optim.problem import Problem
-from jaxse3.optim.shooting import OPTIMISERS, solve_shooting
+from jaxse3.optim.shooting import OPTIMISERS, gradient_mode, solve_shooting
 from jaxse3.optim.solution import Solution
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "KINDS",
     "costs",
     "solve_shooting",
+    "gradient_mode",
     "OPTIMISERS",
     "Solution",
     "DiscreteProblem",

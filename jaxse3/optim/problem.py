@@ -60,7 +60,9 @@ class Problem(eqx.Module):
         lower, upper: bounds on the controls, scalars or (n_inputs,) (±inf: none); e.g. ``lower=0`` for cables.
         q0, qd0: the initial state (default: rest at q = 0).
         n_save: samples of the motion for the running cost (the trapezoidal rule) and the result.
-        simulation: keyword arguments of :func:`jaxse3.sim.simulate` (``solver``, ``rtol``, ``dt``, ``adjoint``, …);
+        simulation: keyword arguments of :func:`jaxse3.sim.simulate` (``solver``, ``rtol``, ``dt``, ``adjoint``, …;
+            without ``adjoint``, :func:`~jaxse3.optim.solve_shooting` chooses the gradient's mode by the problem's
+            size);
             for a fixed-step solver (``"newmark"``, ``"generalized-alpha"``) the horizon must be a whole number of
             steps ``dt``.
         terminal_constraint: ``(q(T), q̇(T)) -> (m,)``, required to vanish; ``None``: none.

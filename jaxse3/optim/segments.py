@@ -15,6 +15,8 @@ cost and motion are those of single shooting.
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -101,8 +103,9 @@ class MultipleShooting(eqx.Module):
         at = np.arange(1, self.segments) * ((problem.n_save - 1) // self.segments)
         return self.join(knots, jnp.concatenate([traj.q[at], traj.qd[at]], axis=1))
 
-    def rollout(self, z: Float[Array, " n_z"]) -> Trajectory:
-        """The segments' motions, stacked (leading axis S; times absolute)."""
+    def rollout(self, z: Float[Array, " n_z"], **overrides: Any) -> Trajectory:
+        """The segments' motions, stacked (leading axis S; times absolute; ``overrides``: keyword arguments of
+        ``simulate``)."""
         problem = self.problem
         knots, starts = self.split(z)
         n = problem.system.n_dof
@@ -119,7 +122,7 @@ class MultipleShooting(eqx.Module):
                 q0=x[:n],
                 qd0=x[n:],
                 n_save=(problem.n_save - 1) // self.segments + 1,
-                **dict(problem.simulation),
+                **{**dict(problem.simulation), **overrides},
             )
             return eqx.tree_at(lambda tr: tr.t, traj, traj.t + offset)
 

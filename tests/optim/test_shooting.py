@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from jaxse3.optim import Problem, Solution, costs, solve_shooting
+from jaxse3.optim import Problem, Solution, costs, gradient_mode, solve_shooting
 from jaxse3.optim.segments import MultipleShooting
+from jaxse3.optim.shooting import FORWARD_MAX, _cost_and_gradient
 from tests.sim import standin
 
 T, N_KNOTS, N_SAVE = 1.0, 4, 21
@@ -78,6 +79,26 @@ def test_cost_is_the_trapezoidal_rule_plus_the_terminal_cost():
     c = np.random.default_rng(0).normal(size=problem.control_shape)
     P, S, w = _exact_quadratic(problem.system)
     np.testing.assert_allclose(problem.cost(c), _exact_cost(c, P, S, w), rtol=1e-8)
+
+
+def test_the_gradient_in_forward_and_in_reverse_mode_is_the_exact_quadratics():
+    """The solver's gradient ∇J = Pᵀ(P c − target) + w_u Sᵀ W S c: in forward mode (the default up to FORWARD_MAX
+    decision variables) and in reverse mode (beyond, or when the simulation options ask for a reverse adjoint)."""
+    forward = _problem()
+    options = dict(running=_running, terminal=_terminal, n_knots=N_KNOTS, n_save=N_SAVE)
+    simulation = dict(solver="tsit5", rtol=1e-11, atol=1e-13, adjoint="checkpoint")
+    reverse = Problem(forward.system, T, simulation=simulation, **options)
+    many = _problem(n_knots=FORWARD_MAX // 2 + 1)  # two inputs
+    assert [gradient_mode(p) for p in (forward, reverse, many)] == ["forward", "reverse", "reverse"]
+    assert gradient_mode(MultipleShooting(forward, 2)) == "forward"  # 8 knots and 8 states
+    c = np.random.default_rng(5).normal(size=forward.control_shape)
+    P, S, w = _exact_quadratic(forward.system)
+    want = (P.T @ (P @ np.ravel(c) - TARGET) + W_EFFORT * S.T @ (w * (S @ np.ravel(c)))).reshape(c.shape)
+    no_constraints = (jnp.zeros(0), jnp.zeros((N_SAVE, 0)), jnp.asarray(1.0))
+    for problem in (forward, reverse):
+        L, _, _, g, _ = _cost_and_gradient(problem, jnp.asarray(c), no_constraints)
+        np.testing.assert_allclose(L, _exact_cost(c, P, S, w), rtol=1e-8)
+        np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8 * np.abs(want).max())
 
 
 def test_lbfgs_finds_the_minimiser_of_the_exact_quadratic():
