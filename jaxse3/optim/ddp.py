@@ -161,6 +161,21 @@ class _ImplicitEuler(_Euler):
         R = v_next - qd - dt * a(q_next, v_next)
         return R, jnp.eye(q.shape[0]) - dt * dt * a_q - dt * a_v
 
+    def first_derivatives(self, x, u, x_next):
+        """``(f_x, f_u)`` given the step's value ``x_next = f(x, u)``, by the implicit function theorem at that root
+        (no Newton solve): ``R = v' − v − dt a(q + dt v', v', u) = 0`` gives ``∂v'/∂(q, v, u) = S⁻¹ [dt a_q, I,
+        dt a_u]`` with ``S = ∂R/∂v' = I − dt² a_q − dt a_v`` at ``(q', v', u)``, and ``q' = q + dt v'``."""
+        n, dt = self.system.n_dof, self.dt
+        fd, params = self.system.forward_dynamics, self.system.params
+        q_next, v_next = x_next[:n], x_next[n:]
+        a_q, a_v, a_u = jax.jacfwd(lambda q_, v_, u_: fd(params, q_, v_, u_), argnums=(0, 1, 2))(q_next, v_next, u)
+        eye = jnp.eye(n, dtype=x.dtype)
+        S = eye - dt * dt * a_q - dt * a_v
+        V = jnp.linalg.solve(S, jnp.concatenate([dt * a_q, eye, dt * a_u], axis=1))  # ∂v'/∂(q, v, u)
+        V_x, V_u = V[:, : 2 * n], V[:, 2 * n :]
+        fx = jnp.concatenate([jnp.eye(2 * n, dtype=x.dtype)[:n] + dt * V_x, V_x])
+        return fx, jnp.concatenate([dt * V_u, V_u])
+
     def __call__(self, x, u):
         n, dt = self.system.n_dof, self.dt
         q, qd = x[:n], x[n:]
@@ -191,7 +206,8 @@ def implicit_euler(system: System, dt: float, tol: float = 1e-10, max_iters: int
     the modes it does not resolve).
 
     Its derivatives follow from the implicit function theorem (:func:`jaxse3.integrate.newton.newton`; the loop is
-    not differentiated). For :func:`solve_ddp` the Hessian of ``V'_x · f`` in the backward pass costs one
+    not differentiated); :func:`solve_ddp` takes them at the trajectory's known roots (``first_derivatives``), without
+    solving the steps again. For :func:`solve_ddp` the Hessian of ``V'_x · f`` in the backward pass costs one
     forward-over-reverse pass of ``ν · FD`` per state and control (``weighted_hessians``). A step whose Newton
     iteration fails is NaN (a solver's line search then rejects it)."""
     if not (isinstance(max_iters, int) and max_iters >= 1):
@@ -206,7 +222,9 @@ class DiscreteProblem(eqx.Module):
 
     Attributes:
         step: ``(x, u) -> x'`` (twice differentiable for DDP): :func:`symplectic_euler`, :func:`implicit_euler` or
-            any function; a step may supply its second derivatives by a method ``second_derivatives(x, u) ->
+            any function; a step may supply its first derivatives at a known value by a method
+            ``first_derivatives(x, u, x_next) -> (f_x, f_u)``, and its second derivatives by a method
+            ``second_derivatives(x, u) ->
             (f_xx, f_ux, f_uu)`` (full tensors, layouts ``[output, a, b]``) or ``weighted_hessians(x, u, w, x_next,
             f_x, f_u) -> (H_xx, H_ux, H_uu)`` (of the scalar ``w · f``, given f's value and first derivatives).
         running: ``(x, u) -> scalar``, the cost of one knot (include the time step ``dt`` in it).
@@ -357,12 +375,17 @@ def _second_order(problem: DiscreteProblem, method: str):
     return getattr(problem.step, "weighted_hessians", functools.partial(_weighted_hessians, problem.step))
 
 
-def _derivatives(problem: DiscreteProblem, xs, us, second):
+def _derivatives(problem: DiscreteProblem, xs, us, gaps, second):
     """Per knot: f_x, f_u, ℓ_x, ℓ_u, ℓ_xx, ℓ_ux, ℓ_uu and (``second == "tensors"``) f_xx, f_ux, f_uu; terminal φ_x,
-    φ_xx."""
+    φ_xx. f_x and f_u from the step's ``first_derivatives`` at its value ``f(x̄, ū) = x̄' + gap`` where it has them
+    (an implicit step then solves nothing again), else by ``jax.jacfwd``."""
+    first = getattr(problem.step, "first_derivatives", None)
 
-    def knot(x, u):
-        fx, fu = jax.jacfwd(problem.step, argnums=(0, 1))(x, u)
+    def knot(x, u, x_next):
+        if first is None:
+            fx, fu = jax.jacfwd(problem.step, argnums=(0, 1))(x, u)
+        else:
+            fx, fu = first(x, u, x_next)
         lx, lu = jax.grad(problem.running, argnums=(0, 1))(x, u)
         (lxx, _), (lux, luu) = jax.hessian(problem.running, argnums=(0, 1))(x, u)
         out = (fx, fu, lx, lu, lxx, lux, luu)
@@ -370,7 +393,7 @@ def _derivatives(problem: DiscreteProblem, xs, us, second):
             out += problem.step.second_derivatives(x, u)
         return out
 
-    per_knot = jax.vmap(knot)(xs[:-1], us)
+    per_knot = jax.vmap(knot)(xs[:-1], us, xs[1:] + gaps[1:])
     phi_x, phi_xx = jax.grad(problem.terminal)(xs[-1]), jax.hessian(problem.terminal)(xs[-1])
     return per_knot, phi_x, phi_xx
 
@@ -609,7 +632,7 @@ def solve_ddp(
     )
 
     def iteration(s: _State) -> _State:
-        derivs, phi_x, phi_xx = _derivatives(problem, s.xs, s.us, second)
+        derivs, phi_x, phi_xx = _derivatives(problem, s.xs, s.us, s.gaps, second)
 
         # the backward pass, with μ raised (×10) until every Q_uu + μI is positive definite (the derivatives kept)
         def backward(mu):

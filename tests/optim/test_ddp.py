@@ -18,7 +18,7 @@ import pytest
 
 from jaxse3 import rigid
 from jaxse3.optim import DiscreteProblem, implicit_euler, solve_ddp, symplectic_euler
-from jaxse3.optim.ddp import _box_qp
+from jaxse3.optim.ddp import _box_qp, _derivatives
 from jaxse3.rigid._forward_dynamics import forward_dynamics as forward_dynamics_plain
 from jaxse3.sim import rigid_system
 
@@ -289,16 +289,20 @@ def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme
     assert hasattr(step, "weighted_hessians") and not hasattr(step, "second_derivatives")
     rng = np.random.default_rng(7)
 
+    assert hasattr(step, "first_derivatives") == (scheme == "implicit")
+
     @jax.jit
     def ours(x, u, w):
         x_next = step(x, u)
         fx, fu = jax.jacfwd(step, argnums=(0, 1))(x, u)
-        return x_next, fx, fu, step.weighted_hessians(x, u, w, x_next, fx, fu)
+        at_root = step.first_derivatives(x, u, x_next) if scheme == "implicit" else (fx, fu)  # what DDP uses
+        return x_next, fx, fu, step.weighted_hessians(x, u, w, x_next, fx, fu), at_root
 
     for x in (jnp.zeros(6), jnp.asarray(rng.normal(size=6))):
         u, w = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=6))
         got = ours(x, u, w)
-        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(_reference(plain, x, u, w))):
+        want = _reference(plain, x, u, w)
+        for a, b in zip(jax.tree.leaves(got), jax.tree.leaves((*want, want[1:3]))):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * max(1.0, float(jnp.max(jnp.abs(b)))))
         # central differences: of the step for its Jacobians, of the gradient w·f_x for H_xx and H_ux
         h, jstep = 1e-6, jax.jit(step)
@@ -309,6 +313,26 @@ def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme
         fd_hux = np.stack([(grad_x(x, u + h * e) - grad_x(x, u - h * e)) / (2 * h) for e in jnp.eye(3)])
         for exact, fd in ((got[3][0], fd_hxx), (got[3][1], fd_hux)):
             np.testing.assert_allclose(exact, fd, atol=1e-6 * max(1.0, float(np.abs(fd).max())))
+
+
+def test_an_implicit_step_is_linearised_at_the_trajectory_plus_its_gaps():
+    """DDP takes an implicit step's f_x, f_u from first_derivatives at f(x̄, ū) = x̄' + gap, without solving the step
+    again: equal to jax.jacfwd of the step (Newton, then its implicit-function rule) at states that are no rollout."""
+    step = implicit_euler(rigid_system(ARM), DT_IMPLICIT)
+    problem = DiscreteProblem(step, _arm_running, _arm_terminal, jnp.zeros(6), 3, 3)
+    rng = np.random.default_rng(8)
+    xs, us = jnp.asarray(0.3 * rng.normal(size=(4, 6))), jnp.asarray(rng.normal(size=(3, 3)))
+
+    @jax.jit
+    def both(xs, us):
+        gaps = jnp.concatenate([jnp.zeros((1, 6)), jax.vmap(step)(xs[:-1], us) - xs[1:]])
+        (fx, fu, *_), _, _ = _derivatives(problem, xs, us, gaps, None)
+        return (fx, fu), jax.vmap(jax.jacfwd(step, argnums=(0, 1)))(xs[:-1], us), gaps
+
+    got, want, gaps = both(xs, us)
+    assert float(jnp.min(jnp.max(jnp.abs(gaps[1:]), axis=1))) > 0.1  # the states are far from a rollout
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * float(jnp.max(jnp.abs(b))))
 
 
 def test_ddp_through_implicit_euler_reaches_a_first_order_optimum():
