@@ -224,9 +224,9 @@ class DiscreteProblem(eqx.Module):
         step: ``(x, u) -> x'`` (twice differentiable for DDP): :func:`symplectic_euler`, :func:`implicit_euler` or
             any function; a step may supply its first derivatives at a known value by a method
             ``first_derivatives(x, u, x_next) -> (f_x, f_u)``, and its second derivatives by a method
-            ``second_derivatives(x, u) ->
-            (f_xx, f_ux, f_uu)`` (full tensors, layouts ``[output, a, b]``) or ``weighted_hessians(x, u, w, x_next,
-            f_x, f_u) -> (H_xx, H_ux, H_uu)`` (of the scalar ``w · f``, given f's value and first derivatives).
+            ``second_derivatives(x, u) -> (f_xx, f_ux, f_uu)`` (full tensors, layouts ``[output, a, b]``) or
+            ``weighted_hessians(x, u, w, x_next, f_x, f_u) -> (H_xx, H_ux, H_uu)`` (of the scalar ``w · f``, given
+            f's value and first derivatives).
         running: ``(x, u) -> scalar``, the cost of one knot (include the time step ``dt`` in it).
         terminal: ``x -> scalar``.
         x0: the initial state (n_x,) (an array leaf: vmap over it).

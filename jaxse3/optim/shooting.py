@@ -23,8 +23,8 @@ when an inner solve converged to ``gtol`` and the violation is at most ``ctol``.
 
 **Gradients.** Up to :data:`FORWARD_MAX` decision variables (knots, and with segments the segments' start states),
 the gradient is taken in forward mode: ``jax.jacfwd`` through ``simulate(..., adjoint="forward")``, one tangent per
-variable carried along each step (for Newmark-β, a linear solve with the step's factors per tangent). Beyond, it is
-one reverse pass through ``simulate``'s checkpointed adjoint, whose backward pass replays every step before
+variable carried along each step (for Newmark-β, a solve with the step's Jacobian at its root per tangent). Beyond,
+it is one reverse pass through ``simulate``'s checkpointed adjoint, whose backward pass replays every step before
 differentiating it. Forward mode compiles a smaller program and, up to about a hundred variables, runs faster (the
 CDM's tip after 1 s of Newmark steps, 2026-12-03, ``benchmarks/optim.py``: 20 knots 31 s of compile and 453 ms per
 gradient against 59 s and 688 ms; 50 knots 46 s and 697 ms against 65 s and 918 ms; 100 knots 38 s and 475 ms
