@@ -90,14 +90,11 @@ def _cost(problem: Problem, c, multipliers):
 def gradient_mode(problem: Problem | MultipleShooting) -> str:
     """How :func:`solve_shooting` differentiates ``problem``'s simulation (module docstring, "Gradients"):
     ``"forward"`` or ``"reverse"``."""
-    adjoint = dict(_single(problem).simulation).get("adjoint")
+    single = problem.problem if isinstance(problem, MultipleShooting) else problem
+    adjoint = dict(single.simulation).get("adjoint")
     if adjoint is not None:
         return "forward" if adjoint == "forward" else "reverse"
     return "forward" if math.prod(problem.control_shape) <= FORWARD_MAX else "reverse"
-
-
-def _single(problem: Problem | MultipleShooting) -> Problem:
-    return problem.problem if isinstance(problem, MultipleShooting) else problem
 
 
 @eqx.filter_jit

@@ -287,9 +287,8 @@ def test_euler_steps_and_their_weighted_hessians_are_those_of_plain_steps(scheme
     step = (implicit_euler if scheme == "implicit" else symplectic_euler)(system, DT_IMPLICIT)
     plain = _plain_implicit_euler if scheme == "implicit" else _plain_symplectic_euler
     assert hasattr(step, "weighted_hessians") and not hasattr(step, "second_derivatives")
-    rng = np.random.default_rng(7)
-
     assert hasattr(step, "first_derivatives") == (scheme == "implicit")
+    rng = np.random.default_rng(7)
 
     @jax.jit
     def ours(x, u, w):
