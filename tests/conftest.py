@@ -17,11 +17,10 @@ Two process-wide measures keep a long test run healthy:
 
 And one measure keeps it short: compilation is most of the suite's time, and tests check values, not speed, so every
 program the tests compile (in this process and in the subprocesses it starts) skips XLA's expensive CPU optimisations
-(``FAST_COMPILE``, passed as ``XLA_FLAGS``; 40 % off the compile-bound tests, and half of XLA's compile of programs
-of nested loops). The program and its arithmetic are the same; only fusion, loop simplification and LLVM's
-optimisation passes differ, so results agree to round-off. CI executes the notebooks with the same flags
-(``.ci/run``); the README's main job and the benchmarks run with jaxse3's own setting (XLA's defaults with the CPU
-fusion emitters off, :mod:`jaxse3._runtime`).
+(:data:`tests.fast_compile.FAST_COMPILE`, passed as ``XLA_FLAGS``; 40 % off the compile-bound tests, and half of
+XLA's compile of programs of nested loops). The program and its arithmetic are the same, so results agree to
+round-off. CI executes the notebooks with the same flags (``.ci/run``); the README's main job and the benchmarks
+run with jaxse3's own setting (XLA's defaults with the CPU fusion emitters off, :mod:`jaxse3._runtime`).
 ``JAXSE3_TEST_XLA_DEFAULTS=1`` runs the tests with them too.
 """
 
@@ -31,26 +30,17 @@ import os
 import shutil
 import tempfile
 
-#: XLA options for the tests' compilations: values, not speed, are tested, so skip XLA's expensive CPU optimisations.
-FAST_COMPILE = {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-    "xla_cpu_use_fusion_emitters": False,
-    # the while-loop simplifier and loop-invariant code motion: half of XLA's compile of a program of nested loops
-    # (a DDP solve through implicit steps: 36 → 16 s), nothing for straight-line ones
-    "xla_disable_hlo_passes": "simplify-while-loops,while-loop-invariant-code-motion",
-}
+from tests.fast_compile import xla_flags  # imports nothing: read before JAX reads XLA_FLAGS
 
 if "JAXSE3_CACHE" not in os.environ:  # before anything imports jaxse3 (which reads it once)
     os.environ["JAXSE3_CACHE"] = tempfile.mkdtemp(prefix="jaxse3-test-cache-")
     atexit.register(shutil.rmtree, os.environ["JAXSE3_CACHE"], ignore_errors=True)
 if os.environ.get("JAXSE3_TEST_XLA_DEFAULTS", "0") != "1":  # before JAX starts its backend (it reads XLA_FLAGS once)
-    flags = " ".join(f"--{k}={str(v).lower()}" for k, v in FAST_COMPILE.items())
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flags}".strip()
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_flags()}".strip()
 
-import jax  # noqa: E402 (after XLA_FLAGS)
+import jax  # after XLA_FLAGS
 
-import jaxse3  # noqa: E402 (after JAXSE3_CACHE)
+import jaxse3  # after JAXSE3_CACHE
 
 jax.config.update("jax_enable_x64", True)
 
