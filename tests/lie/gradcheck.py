@@ -93,7 +93,11 @@ class CompiledGradCheck:
             self.labels = [label for label, _, _ in checks]
             return [(got, want) for _, got, want in checks]
 
-        self._compiled = jax.jit(run).lower(*example).compile()
+        traced = jax.jit(run).trace(*example)
+        #: whether the program selects between branches by ``cond`` (evaluating one) rather than by ``where`` or
+        #: ``select`` (evaluating all, as every ``cond`` does under ``vmap``)
+        self.branches = "cond[" in str(traced.jaxpr)
+        self._compiled = traced.lower().compile()
 
     def __call__(self, X: jnp.ndarray, *params) -> None:
         for label, (got, want) in zip(self.labels, self._compiled(X, *params), strict=True):
