@@ -16,12 +16,19 @@ neglected tail is below the working precision); the number of terms and the last
 Matrices are numpy object arrays of ``mpf``; results are returned as float64 arrays (their own rounding, 1e−16, is
 far below every budget). All public functions take tuples of Python floats (exactly the float64 or float32 values
 the function under test sees) and are cached, because the same points are reused across tests.
+
+The 60-digit series take most of the accuracy tests' time, so the results at the accuracy test's points are stored
+(``mpref_values.npz``, keyed by function, algebra and exact arguments) and read instead of summed again;
+``python -m tests.lie.test_accuracy`` writes them, and tests/lie/test_accuracy.py checks that the store holds every
+reference it needs and that stored results equal the series summed again. Any other point is computed.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
+import pathlib
 
 import numpy as np
 from mpmath import mp, mpf
@@ -312,9 +319,33 @@ def _public(fn):
     return wrapper
 
 
+#: stored results (module docstring)
+STORE = pathlib.Path(__file__).with_name("mpref_values.npz")
+
+
+def store_key(name: str, alg: str, args: tuple) -> str:
+    """The store's key of ``name(alg, *args)``, args as tuples of Python floats (their repr is exact)."""
+    return hashlib.sha256(repr((name, alg, args)).encode()).hexdigest()[:32]
+
+
+@functools.cache
+def stored() -> dict[str, np.ndarray]:
+    """The stored results (empty without the file)."""
+    if not STORE.exists():
+        return {}
+    with np.load(STORE) as data:
+        return {k: data[k] for k in data.files}
+
+
+def compute(name: str, alg: str, args: tuple) -> np.ndarray:
+    """``name(alg, *args)`` summed by the series, never read from the store."""
+    return _to_float(globals()[name].raw(alg, *args))
+
+
 @functools.cache
 def _cached(name: str, alg: str, args: tuple) -> np.ndarray:
-    out = _to_float(globals()[name].raw(alg, *args))
+    out = stored().get(store_key(name, alg, args))
+    out = compute(name, alg, args) if out is None else out.copy()
     out.setflags(write=False)
     return out
 

@@ -119,6 +119,40 @@ def errors(alg: str, case: str, dtype: str, phi_index: int) -> list[float]:
     return out
 
 
+def references() -> set[tuple[str, str, tuple]]:
+    """Every (function, algebra, arguments) of mpref that the accuracy budgets use, arguments as mpref keys them."""
+    out = set()
+    for alg, case in ALL_CASES:
+        _, args, _, ref_name = CASES[case]
+        name, args = ("exp", ("X",)) if case == "log" else (ref_name, args)
+        for dtype in DTYPES.values():
+            for k in range(len(mpref.PHIS)):
+                for d in mpref.draws(k, dtype):
+                    d = mpref.restrict(alg, d)
+                    out.add((name, alg, tuple(mpref._key(d[a]) for a in args)))
+    return out
+
+
+@functools.cache
+def _references_by_key() -> dict[str, tuple[str, str, tuple]]:
+    return {mpref.store_key(*r): r for r in references()}
+
+
+def test_the_store_holds_every_reference_of_the_budgets():
+    missing = set(_references_by_key()) - set(mpref.stored())
+    assert not missing, f"{len(missing)} references not stored: write them with python -m tests.lie.test_accuracy"
+
+
+@pytest.mark.parametrize("draw", range(4))
+def test_stored_references_equal_the_series_summed_again(draw):
+    """Stored results at a few keys drawn at random (among them the Hessians of dexp⁻¹, the longest series) equal
+    the series summed again, to the last bit."""
+    keys = sorted(_references_by_key())
+    hess = [k for k in keys if _references_by_key()[k][0] == "dexp_inv_hess"]
+    key = np.random.default_rng(draw).choice(hess if draw == 0 else keys)
+    np.testing.assert_array_equal(mpref.stored()[key], mpref.compute(*_references_by_key()[key]))
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("phi_index", range(len(mpref.PHIS)), ids=[f"phi={p:g}" for p in mpref.PHIS])
 @pytest.mark.parametrize("alg,case", ALL_CASES, ids=[f"{a}.{c}" for a, c in ALL_CASES])
@@ -183,3 +217,9 @@ def test_dexp_determinant_is_beta_squared_near_2pi():
         phi = np.linalg.norm(X[:3])
         beta = (np.sin(phi / 2) / (phi / 2)) ** 2
         assert np.isclose(np.linalg.det(np.asarray(se3.dexp(X))), beta**2, rtol=1e-6)
+
+
+if __name__ == "__main__":  # write the store of mpref results (tests/lie/mpref.py)
+    values = {mpref.store_key(*r): mpref.compute(*r) for r in sorted(references())}
+    np.savez_compressed(mpref.STORE, **values)
+    print(f"{len(values)} references written to {mpref.STORE}")
