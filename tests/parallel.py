@@ -23,26 +23,24 @@ def pytest_load_initial_conftests(early_config, parser, args):
         args[:0] = PARALLEL
 
 
-#: the files that took longest (≥ 120 s on one worker of a 2-core machine, 2026-12-03), longest first
+#: the files that took longest (≥ 100 s on one worker of a 2-core machine, 2026-12-03), longest first
 LONGEST = (
     "tests/lie/test_rules.py",
+    "tests/linkage/test_closed_chain_simulation.py",
     "tests/test_cli.py",
+    "tests/linkage/test_closure_derivatives.py",
     "tests/linkage/test_linkage.py",
     "tests/optim/test_ddp.py",
-    "tests/linkage/test_closure_derivatives.py",
-    "tests/linkage/test_closed_chain_simulation.py",
     "tests/sim/test_gradients.py",
-    "tests/optim/test_linkages.py",
-    "tests/lie/test_accuracy.py",
-    "tests/linkage/test_closure.py",
-    "tests/rod/test_inverse_dynamics.py",
-    "tests/rigid/test_rnea_second_order_derivatives.py",
-    "tests/sim/test_float32.py",
     "tests/integrate/test_newmark.py",
-    "tests/linkage/test_linkage_simulation.py",
-    "tests/linkage/test_flagellated_robot.py",
-    "tests/rod/test_segments.py",
+    "tests/rigid/test_rnea_second_order_derivatives.py",
+    "tests/optim/test_linkages.py",
+    "tests/sim/test_float32.py",
     "tests/linkage/test_fin_ray.py",
+    "tests/linkage/test_closure.py",
+    "tests/rod/test_segments.py",
+    "tests/linkage/test_linkage_simulation.py",
+    "tests/rod/test_inverse_dynamics.py",
     "tests/rod/test_forces.py",
 )
 
