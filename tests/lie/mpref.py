@@ -298,7 +298,8 @@ def _exp(alg: str, X: tuple) -> np.ndarray:
             return out
 
 
-def _key(v) -> tuple:
+def arguments(v) -> tuple:
+    """An argument as the public functions key it: its values as a tuple of Python floats."""
     return tuple(float(a) for a in np.asarray(v, dtype=np.float64).ravel())
 
 
@@ -313,7 +314,7 @@ def _mpkey(v: np.ndarray) -> tuple:
 def _public(fn):
     @functools.wraps(fn)
     def wrapper(alg, *args):
-        return _cached(fn.__name__, alg, tuple(_key(a) for a in args))
+        return _cached(fn.__name__, alg, tuple(arguments(a) for a in args))
 
     wrapper.raw = fn
     return wrapper
@@ -345,7 +346,7 @@ def compute(name: str, alg: str, args: tuple) -> np.ndarray:
 @functools.cache
 def _cached(name: str, alg: str, args: tuple) -> np.ndarray:
     out = stored().get(store_key(name, alg, args))
-    out = compute(name, alg, args) if out is None else out.copy()
+    out = compute(name, alg, args) if out is None else out
     out.setflags(write=False)
     return out
 

@@ -129,7 +129,7 @@ def references() -> set[tuple[str, str, tuple]]:
             for k in range(len(mpref.PHIS)):
                 for d in mpref.draws(k, dtype):
                     d = mpref.restrict(alg, d)
-                    out.add((name, alg, tuple(mpref._key(d[a]) for a in args)))
+                    out.add((name, alg, tuple(mpref.arguments(d[a]) for a in args)))
     return out
 
 
