@@ -85,11 +85,6 @@ def _merit_of(problem: Problem, traj, multipliers):
     return L, (J, violation, h, g)
 
 
-@eqx.filter_jit
-def _cost(problem: Problem, c, multipliers):
-    return _merit_of(problem, problem.rollout(c), multipliers)[0]
-
-
 def gradient_mode(problem: Problem | MultipleShooting) -> str:
     """How :func:`solve_shooting` differentiates ``problem``'s simulation (module docstring, "Gradients"):
     ``"forward"`` or ``"reverse"``."""
@@ -129,13 +124,18 @@ def _active(problem: Problem, c, g):
 
 def _projected_search(problem: Problem, c, J, g, d, multipliers, armijo=1e-4, max_halvings=30):
     """The first α = 1, ½, ¼, … with J(clip(c + α d)) ≤ J + armijo ∇J·(clip(c + α d) − c) (up to the round-off of
-    J, so that a search at the optimum does not fail on it); the point, or None."""
+    J, so that a search at the optimum does not fail on it); the point and its :func:`_cost_and_gradient`, or None.
+
+    Each trial is evaluated with its gradient, which the accepted one hands to the next iteration: one program per
+    problem instead of a second one for the cost alone, and no second rollout of an accepted point (the first trial
+    is accepted in most iterations); a rejected trial costs a gradient instead of a cost."""
     alpha, roundoff = 1.0, 8 * np.finfo(float).eps * abs(J)
     for _ in range(max_halvings):
         trial = problem.project(c + alpha * d)
-        J_trial = float(_cost(problem, trial, multipliers))
+        evaluation = _cost_and_gradient(problem, trial, multipliers)
+        J_trial = float(evaluation[0])
         if math.isfinite(J_trial) and J_trial <= J + armijo * float(jnp.vdot(g, trial - c)) + roundoff:
-            return trial
+            return trial, evaluation
         alpha *= 0.5
     return None
 
@@ -309,8 +309,9 @@ class _Run:
         at most ``max(gtol, relative × the first one)`` (kept in ``self.tolerance``); True when converged."""
         problem, opt = self.problem, self.opt
         state = opt.init(c)
+        evaluation = _cost_and_gradient(problem, c, multipliers)
         for k in range(budget + 1):
-            L, (J, violation, h, g_path), traj, g, pg = _cost_and_gradient(problem, c, multipliers)
+            L, (J, violation, h, g_path), traj, g, pg = evaluation
             L, J, pg = float(L), float(J), float(pg)
             if k == 0:
                 gtol = self.tolerance = max(gtol, relative * pg)
@@ -340,17 +341,18 @@ class _Run:
                 free_g = jnp.where(active, 0.0, g)
                 if float(jnp.vdot(d, free_g)) >= 0.0:  # not a descent direction: steepest descent on the free knots
                     d = -free_g
-                c_next = _projected_search(problem, c, L, g, d, multipliers)
-                if c_next is None:
+                accepted = _projected_search(problem, c, L, g, d, multipliers)
+                if accepted is None:
                     self.converged = False
                     self.message = (
                         f"stopped after {self.updates} updates: the line search found no decrease (projected "
                         f"gradient {pg:.3g})"
                     )
                     return False
+                c, evaluation = accepted
             else:
-                c_next = problem.project(optax.apply_updates(c, step))
-            c = c_next
+                c = problem.project(optax.apply_updates(c, step))
+                evaluation = _cost_and_gradient(problem, c, multipliers)
             self.updates += 1
         return False
 
