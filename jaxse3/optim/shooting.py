@@ -34,11 +34,12 @@ gradient against 59 s and 688 ms; 50 knots 46 s and 697 ms against 65 s and 918 
 against 76 s and 553 ms); an ``adjoint`` among the problem's ``simulation`` options chooses instead (``"forward"``,
 or a reverse one). :func:`gradient_mode` tells which, and ``Solution.info["gradient"]`` records it.
 
-Two programs are compiled per problem structure, the cost (the line search's trials) and the cost with its gradient;
-the optimiser's own arithmetic on the knots is negligible. The solve stops, converged, when the projected gradient
-``‖c − clip(c − ∇J, l, u)‖_∞`` is at most ``gtol``; it stops unconverged at ``max_iters``, when the line search
-finds no decrease, at a non-finite cost or gradient (the last finite iterate is returned, with a message) and on
-``KeyboardInterrupt`` (the last iterate is returned).
+One program is compiled per problem structure, the cost with its gradient: the line search evaluates its trials with
+it, and the accepted trial's gradient is the next iteration's (a rejected trial costs a gradient, an accepted one no
+second rollout); the optimiser's own arithmetic on the knots is negligible. The solve stops, converged, when the
+projected gradient ``‖c − clip(c − ∇J, l, u)‖_∞`` is at most ``gtol``; it stops unconverged at ``max_iters``, when
+the line search finds no decrease, at a non-finite cost or gradient (the last finite iterate is returned, with a
+message) and on ``KeyboardInterrupt`` (the last iterate is returned).
 """
 
 from __future__ import annotations
