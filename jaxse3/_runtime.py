@@ -1,5 +1,6 @@
-"""Process-wide JAX settings that ``import jaxse3`` applies: the persistent compilation cache, and batched linear
-algebra on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`).
+"""Process-wide JAX settings that ``import jaxse3`` applies: the persistent compilation cache, batched linear algebra
+on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`), and small matrix products on CPU as fused arithmetic
+(:mod:`jaxse3._small_products`).
 
 **Compilation cache.** Compiled programs are written to ``$JAXSE3_CACHE`` (default: ``$XDG_CACHE_HOME/jaxse3``, i.e.
 ``~/.cache/jaxse3``), so a second run of the same model skips XLA compilation. ``JAXSE3_CACHE=0`` (or an empty value)
@@ -10,6 +11,9 @@ from Python.
 
 **Batched solves.** ``JAXSE3_BATCHED_LINALG=0`` keeps jaxlib's LAPACK kernels for batched factorisations (they can
 hang the process for good; see :mod:`jaxse3._batched_linalg`).
+
+**Small products.** ``JAXSE3_SMALL_PRODUCTS=0`` keeps XLA's kernel for every matrix product; by default a product of
+small matrices is lowered as elementwise arithmetic that XLA fuses (:mod:`jaxse3._small_products`).
 
 **XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, two options are added to ``XLA_FLAGS``
 (:data:`XLA_CPU_FLAGS`): ``--xla_cpu_use_fusion_emitters=false`` (XLA:CPU's earlier loop emitters instead of its MLIR
@@ -33,6 +37,7 @@ from importlib import metadata
 import jax
 
 from jaxse3._batched_linalg import install as _install_batched_linalg
+from jaxse3._small_products import install as _install_small_products
 
 __all__ = ["cache_dir", "configure"]
 
@@ -84,6 +89,8 @@ def configure() -> None:
     _set_xla_flags()  # before anything starts JAX's backend, which reads XLA_FLAGS once
     if not _off("JAXSE3_BATCHED_LINALG"):
         _install_batched_linalg()
+    if not _off("JAXSE3_SMALL_PRODUCTS"):
+        _install_small_products()
     path = cache_dir()
     if path is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", path)

@@ -1,5 +1,5 @@
-"""Process-wide settings applied by ``import jaxse3``: batched linear algebra on CPU that cannot deadlock, and the
-persistent compilation cache."""
+"""Process-wide settings applied by ``import jaxse3``: batched linear algebra on CPU that cannot deadlock, small matrix
+products as fused arithmetic, and the persistent compilation cache."""
 
 import os
 import subprocess
@@ -14,6 +14,7 @@ import pytest
 
 import jaxse3  # noqa: F401 - installs the batched lowerings
 from jaxse3._batched_linalg import SMALL
+from jaxse3._small_products import SMALL as SMALL_PRODUCT
 
 # Independent batched triangular solves: jaxlib's LAPACK kernel splits each batch over the intra-op pool and blocks;
 # kernels side by side can hold every pool thread and hang forever (jaxlib 0.10.2, 2 cores: B = 64, 24×24, 48
@@ -106,16 +107,52 @@ def test_unrolled_triangular_solves_read_one_triangle_in_every_form(n):
                     np.testing.assert_allclose(batched[k], f(A[k], b[k]), rtol=1e-11, atol=1e-12)
 
 
+def _dot_kernels(f, *args) -> int:
+    return jax.jit(f).lower(*args).compile().as_text().count(" dot(")
+
+
+def test_small_products_are_fused_arithmetic_equal_to_the_kernel():
+    """Every form of a small ``dot_general`` (matrix–matrix, –vector, vector–vector, outer, batched, contracted over
+    two dimensions, transposed operands) compiles to no dot kernel and equals NumPy's product (a product with a
+    dimension above SMALL, or of integers, keeps its kernel); derivatives and vmap pass through."""
+    rng = np.random.default_rng(2)
+    n = SMALL_PRODUCT
+    cases = [  # operand shapes, dimension numbers, the same product for np.einsum
+        ((6, 6), (6, 3), (((1,), (0,)), ((), ())), "ij,jk->ik"),
+        ((3,), (3, 3), (((0,), (0,)), ((), ())), "i,ij->j"),
+        ((6,), (6,), (((0,), (0,)), ((), ())), "i,i->"),
+        ((3, 4), (5,), (((), ()), ((), ())), "ij,k->ijk"),
+        ((4, 4), (4, 4), (((0,), (1,)), ((), ())), "ji,kj->ik"),
+        ((2, 6, 6), (2, 6, 1), (((2,), (1,)), ((0,), (0,))), "bij,bjk->bik"),
+        ((3, 5, 2), (5, 3, 7), (((0, 1), (1, 0)), ((), ())), "jki,kjl->il"),
+        ((2, 3, n), (2, n, 3, 5), (((2,), (1,)), ((0,), (0,))), "bik,bkjl->bijl"),
+    ]
+    for sa, sb, dn, spec in cases:
+        a, b = jnp.asarray(rng.normal(size=sa)), jnp.asarray(rng.normal(size=sb))
+        f = lambda a, b, dn=dn: jax.lax.dot_general(a, b, dn)
+        assert _dot_kernels(f, a, b) == 0, spec
+        np.testing.assert_allclose(jax.jit(f)(a, b), np.einsum(spec, a, b), rtol=1e-13, atol=1e-14, err_msg=spec)
+    big = jnp.asarray(rng.normal(size=(n + 1, 6)))
+    assert _dot_kernels(lambda a, b: a @ b, big, big.T) == 1
+    assert _dot_kernels(lambda a, b: a @ b, jnp.ones((3, 3), int), jnp.ones((3, 3), int)) == 1
+    A, X = jnp.asarray(rng.normal(size=(4, 4))), jnp.asarray(rng.normal(size=(5, 4, 3)))
+    loss = lambda A, X: jnp.sum(jnp.sin(A @ X))
+    got = jax.jit(jax.vmap(jax.grad(loss), (None, 0)))(A, X)
+    assert _dot_kernels(jax.vmap(jax.grad(loss), (None, 0)), A, X) == 0
+    np.testing.assert_allclose(got, [np.cos(np.asarray(A @ x)) @ np.asarray(x).T for x in X], rtol=1e-12)
+
+
 def test_settings_can_be_turned_off(tmp_path):
     show = (
         "import jaxse3, jax, jax.numpy as jnp, re; print(jax.config.jax_compilation_cache_dir); "
         "t = jax.jit(jnp.linalg.solve).lower(jnp.ones((3, 4, 4)), jnp.ones((3, 4, 1))).compile().as_text(); "
-        "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l))"
+        "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l)); "
+        "print(' dot(' in jax.jit(jnp.matmul).lower(jnp.ones((3, 3)), jnp.ones((3, 3))).compile().as_text())"
     )
     on = _run(show, JAXSE3_CACHE=str(tmp_path)).stdout.split("\n")
-    assert on[:2] == [str(tmp_path), "False"]
-    off = _run(show, JAXSE3_CACHE="0", JAXSE3_BATCHED_LINALG="0").stdout.split("\n")
-    assert off[:2] == ["None", "True"]
+    assert on[:3] == [str(tmp_path), "False", "False"]
+    off = _run(show, JAXSE3_CACHE="0", JAXSE3_BATCHED_LINALG="0", JAXSE3_SMALL_PRODUCTS="0").stdout.split("\n")
+    assert off[:3] == ["None", "True", "True"]
 
 
 @pytest.mark.parametrize("value", ["", "1"])
