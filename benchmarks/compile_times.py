@@ -18,7 +18,11 @@ size measure of what XLA receives. The cases:
   (20 tension knots, as ``benchmarks/optim.py``) — ``slow``;
 * rigid trees: IDSVA first and second order (``rnea_derivatives``, ``rnea_second_order_derivatives``) on HyQ
   (example-robot-data) or, without it, a random 18-DoF floating tree;
-* the strain-field rod: ``energy_hessian`` at degree 8.
+* the strain-field rod: ``energy_hessian`` at degree 8;
+* a closed chain: the planar four-bar of the tests (``tests/linkage/four_bar.py``; 3 DoF, one planar closure), a
+  0.1 s Kvaerno5 ``sim.simulate`` of its Baumgarte form and a 0.1 s index-3 Newmark-β one.
+
+``JAXSE3_SMALL_PRODUCTS=0`` in the environment measures the same with a kernel for every small matrix product.
 
 Run on a quiet machine (``uptime`` load < 1.5), one core for comparable numbers::
 
@@ -163,6 +167,20 @@ def _strain_field_hessian():
     return (lambda c: sf.energy_hessian(rod, c)), (coeffs,)
 
 
+def _four_bar(solver):
+    import jax.numpy as jnp
+
+    sys.path.insert(0, os.path.dirname(HERE))
+    from jaxse3 import sim
+    from tests.linkage.four_bar import FOUR_BAR, PLANAR, four_bar_pose
+
+    system = sim.linkage_system(FOUR_BAR, closures=[PLANAR], baumgarte_time=0.01)
+    extra = {"solver": "newmark-index3", "dt": 1e-3} if solver == "newmark-index3" else {"rtol": 1e-8, "atol": 1e-10}
+    q0 = four_bar_pose(1.0)[0]
+    fn = lambda u: sim.simulate(system, u, t_final=0.1, q0=q0, n_save=11, **extra).q
+    return fn, (jnp.zeros(3),)
+
+
 def cases() -> dict:
     """name -> (builder of (fn, args), slow)."""
     out = {name: (build, False) for name, build in _lie_cases().items()}
@@ -178,6 +196,8 @@ def cases() -> dict:
             "rigid.rnea_derivatives (HyQ)": (lambda: _rigid(1), False),
             "rigid.rnea_second_order_derivatives (HyQ)": (lambda: _rigid(2), False),
             "strain_field.energy_hessian (degree 8)": (_strain_field_hessian, False),
+            "sim.simulate Kvaerno5 0.1 s (closed four-bar)": (lambda: _four_bar("kvaerno5"), False),
+            "sim.simulate index-3 Newmark 0.1 s (closed four-bar)": (lambda: _four_bar("newmark-index3"), False),
         }
     )
     return out
