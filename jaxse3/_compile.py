@@ -48,6 +48,8 @@ import equinox as eqx
 import jax
 import numpy as np
 
+from jaxse3 import _runtime
+
 __all__ = [
     "Compiled",
     "clear_caches",
@@ -234,7 +236,7 @@ def _stable(obj: Any) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> str:
-    """jaxse3's source and the versions of what it traces through."""
+    """jaxse3's source, the versions of what it traces through, and the lowerings jaxse3 installed."""
     digest = hashlib.sha256()
     root = os.path.dirname(os.path.abspath(__file__))
     for folder, _, files in sorted(os.walk(root)):
@@ -247,13 +249,11 @@ def _environment() -> str:
             versions.append(f"{package}={importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:  # pragma: no cover
             versions.append(f"{package}=?")
-    return digest.hexdigest() + ";".join(versions) + jax.default_backend()
+    return digest.hexdigest() + ";".join(versions) + jax.default_backend() + "+".join(_runtime.LOWERINGS)
 
 
 def _export_folder() -> str | None:
-    from jaxse3._runtime import cache_dir
-
-    folder = cache_dir()
+    folder = _runtime.cache_dir()
     return None if folder is None else os.path.join(folder, "exported")
 
 

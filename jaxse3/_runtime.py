@@ -39,7 +39,11 @@ import jax
 from jaxse3._batched_linalg import install as _install_batched_linalg
 from jaxse3._small_products import install as _install_small_products
 
-__all__ = ["cache_dir", "configure"]
+__all__ = ["cache_dir", "configure", "LOWERINGS"]
+
+#: the lowerings :func:`configure` installed ("batched linalg", "small products"): they shape the programs jaxse3
+#: exports to its cache, so they are part of the cache's key (:mod:`jaxse3._compile`)
+LOWERINGS: list[str] = []
 
 
 def _off(name: str) -> bool:
@@ -87,10 +91,10 @@ def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
 def configure() -> None:
     """Apply the settings (idempotent). Called once by ``import jaxse3``."""
     _set_xla_flags()  # before anything starts JAX's backend, which reads XLA_FLAGS once
-    if not _off("JAXSE3_BATCHED_LINALG"):
-        _install_batched_linalg()
-    if not _off("JAXSE3_SMALL_PRODUCTS"):
-        _install_small_products()
+    if not _off("JAXSE3_BATCHED_LINALG") and _install_batched_linalg() and "batched linalg" not in LOWERINGS:
+        LOWERINGS.append("batched linalg")
+    if not _off("JAXSE3_SMALL_PRODUCTS") and _install_small_products() and "small products" not in LOWERINGS:
+        LOWERINGS.append("small products")
     path = cache_dir()
     if path is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", path)
