@@ -11,8 +11,9 @@ what it is: the operands broadcast against each other, multiplied and summed ove
 XLA fuses with their neighbours; results equal the kernel's to round-off. Derivative and batching rules are untouched
 (this acts at lowering only). Measured (``benchmarks/README.md``, "Small products fused"): a closed four-bar's 0.1 s
 Kvaerno5 and index-3 Newmark-β simulations compile in 27 % less time (21.8 → 15.8 s, 20.6 → 14.9 s) and run twice as
-fast; the CDM's Kvaerno5 program compiles in 24 % less. ``import jaxse3`` installs it (``JAXSE3_SMALL_PRODUCTS=0``
-leaves JAX's lowering alone).
+fast; the CDM's Kvaerno5 program compiles in 24 % less. Not everywhere faster to run: the hybrid serial robot (a rod
+after seven rigid links) compiles in 12–14 % less time but its simulations run about 30 % longer (the same
+benchmark section). ``import jaxse3`` installs it (``JAXSE3_SMALL_PRODUCTS=0`` leaves JAX's lowering alone).
 """
 
 from __future__ import annotations
