@@ -91,10 +91,12 @@ def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
 def configure() -> None:
     """Apply the settings (idempotent). Called once by ``import jaxse3``."""
     _set_xla_flags()  # before anything starts JAX's backend, which reads XLA_FLAGS once
-    if not _off("JAXSE3_BATCHED_LINALG") and _install_batched_linalg() and "batched linalg" not in LOWERINGS:
-        LOWERINGS.append("batched linalg")
-    if not _off("JAXSE3_SMALL_PRODUCTS") and _install_small_products() and "small products" not in LOWERINGS:
-        LOWERINGS.append("small products")
+    for name, switch, install in (
+        ("batched linalg", "JAXSE3_BATCHED_LINALG", _install_batched_linalg),
+        ("small products", "JAXSE3_SMALL_PRODUCTS", _install_small_products),
+    ):
+        if not _off(switch) and install() and name not in LOWERINGS:
+            LOWERINGS.append(name)
     path = cache_dir()
     if path is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", path)
