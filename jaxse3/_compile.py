@@ -236,7 +236,8 @@ def _stable(obj: Any) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> str:
-    """jaxse3's source, the versions of what it traces through, and the lowerings jaxse3 installed."""
+    """jaxse3's source, the versions of what it traces through, the lowerings jaxse3 installed and the default
+    precision of matrix products."""
     digest = hashlib.sha256()
     root = os.path.dirname(os.path.abspath(__file__))
     for folder, _, files in sorted(os.walk(root)):
@@ -249,7 +250,8 @@ def _environment() -> str:
             versions.append(f"{package}={importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:  # pragma: no cover
             versions.append(f"{package}=?")
-    return digest.hexdigest() + ";".join(versions) + jax.default_backend() + "+".join(_runtime.LOWERINGS)
+    key = digest.hexdigest() + ";".join(versions) + jax.default_backend() + "+".join(_runtime.LOWERINGS)
+    return key + f";precision={jax.config.jax_default_matmul_precision}"
 
 
 def _export_folder() -> str | None:

@@ -1,6 +1,6 @@
 """Process-wide JAX settings that ``import jaxse3`` applies: the persistent compilation cache, batched linear algebra
-on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`), and small matrix products on CPU as fused arithmetic
-(:mod:`jaxse3._small_products`).
+on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`), small matrix products on CPU as fused arithmetic
+(:mod:`jaxse3._small_products`), and float32 matrix products in full float32 precision on GPUs.
 
 **Compilation cache.** Compiled programs are written to ``$JAXSE3_CACHE`` (default: ``$XDG_CACHE_HOME/jaxse3``, i.e.
 ``~/.cache/jaxse3``), so a second run of the same model skips XLA compilation. ``JAXSE3_CACHE=0`` (or an empty value)
@@ -14,6 +14,13 @@ hang the process for good; see :mod:`jaxse3._batched_linalg`).
 
 **Small products.** ``JAXSE3_SMALL_PRODUCTS=0`` keeps XLA's kernel for every matrix product; by default a product of
 small matrices is lowered as elementwise arithmetic that XLA fuses (:mod:`jaxse3._small_products`).
+
+**Full-precision products.** Unless the user chose (``JAX_DEFAULT_MATMUL_PRECISION``, or
+``jax_default_matmul_precision`` set before ``import jaxse3``), JAX's default matrix-product precision becomes
+``"highest"``. On a CPU this changes nothing; on NVIDIA GPUs since Ampere JAX's default runs float32 products in TF32
+(a 10-bit mantissa, relative error ~1e−3), which a Newton solve cannot converge through: on an H200 every float32
+Newmark-β step of the CDM failed, and Kvaerno5's step size collapsed (``benchmarks/README.md``, "CDM rods on a GPU").
+Float64 products are unaffected. ``JAX_DEFAULT_MATMUL_PRECISION=default`` brings TF32 back.
 
 **XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, two options are added to ``XLA_FLAGS``
 (:data:`XLA_CPU_FLAGS`): ``--xla_cpu_use_fusion_emitters=false`` (XLA:CPU's earlier loop emitters instead of its MLIR
@@ -97,6 +104,8 @@ def configure() -> None:
     ):
         if not _off(switch) and install() and name not in LOWERINGS:
             LOWERINGS.append(name)
+    if "JAX_DEFAULT_MATMUL_PRECISION" not in os.environ and jax.config.jax_default_matmul_precision is None:
+        jax.config.update("jax_default_matmul_precision", "highest")
     path = cache_dir()
     if path is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", path)

@@ -148,15 +148,24 @@ def test_settings_can_be_turned_off(tmp_path):
         "t = jax.jit(jnp.linalg.solve).lower(jnp.ones((3, 4, 4)), jnp.ones((3, 4, 1))).compile().as_text(); "
         "print(any('[3,4,4]' in l for l in t.splitlines() if 'lapack_' in l)); "
         "print(' dot(' in jax.jit(jnp.matmul).lower(jnp.ones((3, 3)), jnp.ones((3, 3))).compile().as_text()); "
-        "from jaxse3._compile import _environment; print(_environment())"
+        "from jaxse3._compile import _environment; print(_environment()); "
+        "print(jax.config.jax_default_matmul_precision)"
     )
     on = _run(show, JAXSE3_CACHE=str(tmp_path)).stdout.split("\n")
     assert on[:3] == [str(tmp_path), "False", "False"]
-    off = _run(show, JAXSE3_CACHE="0", JAXSE3_BATCHED_LINALG="0", JAXSE3_SMALL_PRODUCTS="0").stdout.split("\n")
+    off = _run(
+        show,
+        JAXSE3_CACHE="0",
+        JAXSE3_BATCHED_LINALG="0",
+        JAXSE3_SMALL_PRODUCTS="0",
+        JAX_DEFAULT_MATMUL_PRECISION="default",
+    ).stdout.split("\n")
     assert off[:3] == ["None", "True", "True"]
-    # the lowerings shape the programs jaxse3 exports to its cache: a cached program made with them is not loaded
-    # without them
-    assert on[3].endswith("batched linalg+small products") and on[3] != off[3]
+    # float32 products in full precision (TF32 on a GPU otherwise), unless the user chose
+    assert (on[4], off[4]) == ("highest", "default")
+    # the lowerings and the precision shape the programs jaxse3 exports to its cache: a cached program made with them
+    # is not loaded without them
+    assert on[3].endswith("batched linalg+small products;precision=highest") and on[3] != off[3]
 
 
 @pytest.mark.parametrize("value", ["", "1"])
