@@ -195,6 +195,31 @@ def test_cdm_implicit_analytic_equals_explicit():
     assert np.all(np.isfinite(np.asarray(a.q)))
 
 
+@pytest.mark.parametrize(
+    "dtype, size, tiny, converged",
+    [
+        ("float64", 5e-4, None, True),
+        ("float64", 0.05, None, False),
+        ("float32", 0.05, None, True),
+        ("float32", 0.2, None, False),
+        ("float64", 0.2, 0.5, True),
+    ],
+)
+def test_step_chord_round_off_test_scales_with_the_dtype(dtype, size, tiny, converged):
+    """A first stage update below ``tiny_update(dtype)`` × the controller's tolerance (no contraction rate yet)
+    converges: 1e−3 in float64, 0.1 in float32, where round-off can keep the updates above 1e−3 (on a GPU a float32
+    CDM batch took 3× the steps); an explicit ``tiny`` wins."""
+    import optimistix as optx
+
+    from jaxse3.sim.dynamics import StepChord, _ChordState, tiny_update
+
+    assert (tiny_update(jnp.float64), tiny_update(jnp.float32)) == (1e-3, 0.1)
+    inf = jnp.asarray(jnp.inf, dtype)
+    state = _ChordState(None, None, jnp.asarray(size, dtype), inf, optx.RESULTS.successful, jnp.array(1))
+    done, result = StepChord(rtol=1e-3, atol=1e-6, tiny=tiny).terminate(None, None, None, {}, state, frozenset())
+    assert bool(done) == converged and result == optx.RESULTS.successful
+
+
 def test_step_chord_with_and_without_its_vector_field():
     """StepChord on a user's ODETerm (a damped oscillator ẏ = A y through a custom_jvp, as the rods' rules): with no
     ``vector_field`` it linearises diffrax's stage relation, tracing the rule at every linearisation of every trace
