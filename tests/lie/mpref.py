@@ -487,7 +487,7 @@ def draws(phi_index: int, dtype) -> list[dict[str, np.ndarray]]:
     out = []
     for _ in range(N_DRAWS):
         n = rng.normal(size=3)
-        n /= np.linalg.norm(n)
+        n /= math.sqrt(math.fsum(n * n))  # correctly rounded on every CPU (np.linalg.norm's last bit is not)
         d = {"X": np.concatenate([phi * n, rng.normal(size=3)])}
         for name in ("U", "S", "Z", "Q"):
             d[name] = rng.normal(size=6)
