@@ -6,7 +6,9 @@ segments' start states as variables and their defects as equality constraints).
 * ``optimiser="lbfgs"`` (default): projected L-BFGS. The direction is optax's L-BFGS two-loop recursion
   (``optax.scale_by_lbfgs``; Nocedal & Wright, *Numerical Optimization*, Alg. 7.4) with the knots held at an active
   bound removed; the step is a backtracking (Armijo) search along the projected path ``clip(c + α d, l, u)``
-  (Bertsekas, *Nonlinear Programming*, §2.3), so the bounds hold at every trial and the cost decreases at every step.
+  (Bertsekas, *Nonlinear Programming*, §2.3), so the bounds hold at every trial and the cost decreases at every step;
+  near a minimum, where the cost's change is below what its evaluation resolves (a simulation's tolerances), a trial
+  is judged by its slope instead (Hager & Zhang's approximate Wolfe condition, :data:`COST_NOISE`).
 * ``optimiser="adam"`` or any ``optax.GradientTransformation``: projected first-order steps (the knots clipped to the
   bounds after each update).
 
@@ -123,9 +125,17 @@ def _active(problem: Problem, c, g):
     return ((c <= problem.lower) & (g > 0)) | ((c >= problem.upper) & (g < 0))
 
 
+#: the relative change of the cost within which :func:`_projected_search` judges a trial by its slope instead
+#: (Hager & Zhang's ε of the approximate Wolfe conditions)
+COST_NOISE = 1e-6
+
+
 def _projected_search(problem: Problem, c, J, g, d, multipliers, armijo=1e-4, max_halvings=30):
-    """The first α = 1, ½, ¼, … with J(clip(c + α d)) ≤ J + armijo ∇J·(clip(c + α d) − c) (up to the round-off of
-    J, so that a search at the optimum does not fail on it); the point and its :func:`_cost_and_gradient`, or None.
+    """The first α = 1, ½, ¼, … whose trial x = clip(c + α d) decreases the cost enough: J(x) ≤ J + armijo ∇J·s
+    (s = x − c; up to 8 ε |J|), or, where J(x) ≤ J + COST_NOISE |J| — a change the cost's evaluation cannot resolve
+    near a minimum (a simulation's tolerances, not only the float's) — the same decrease by the slope:
+    ∇J(x)·s ≤ (2 armijo − 1) ∇J·s (the approximate Wolfe condition of Hager & Zhang, *SIAM J. Optim.* 16 (2005),
+    exact for a quadratic). The point and its :func:`_cost_and_gradient`, or None.
 
     Each trial is evaluated with its gradient, which the accepted one hands to the next iteration: one program per
     problem instead of a second one for the cost alone, and no second rollout of an accepted point (the first trial
@@ -134,9 +144,13 @@ def _projected_search(problem: Problem, c, J, g, d, multipliers, armijo=1e-4, ma
     for _ in range(max_halvings):
         trial = problem.project(c + alpha * d)
         evaluation = _cost_and_gradient(problem, trial, multipliers)
-        J_trial = float(evaluation[0])
-        if math.isfinite(J_trial) and J_trial <= J + armijo * float(jnp.vdot(g, trial - c)) + roundoff:
+        J_trial, slope = float(evaluation[0]), float(jnp.vdot(g, trial - c))
+        if math.isfinite(J_trial) and J_trial <= J + armijo * slope + roundoff:
             return trial, evaluation
+        if math.isfinite(J_trial) and J_trial <= J + COST_NOISE * abs(J):
+            slope_trial = float(jnp.vdot(evaluation[3], trial - c))
+            if math.isfinite(slope_trial) and slope_trial <= (2 * armijo - 1) * slope:
+                return trial, evaluation
         alpha *= 0.5
     return None
 

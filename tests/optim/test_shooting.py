@@ -247,6 +247,28 @@ def test_path_inequality_constraint_gives_the_exact_constrained_minimiser():
     assert sol.cost >= _exact_cost(unconstrained, P, S, w)
 
 
+def test_line_search_takes_a_decrease_below_the_costs_noise_by_its_slope(monkeypatch):
+    """Near a minimum a cost evaluated with noise (here every trial 1e−9 above its exact value, as a simulation's
+    tolerances leave it) shows no Armijo decrease at any step; the slope along the step (the approximate Wolfe
+    condition) still tells the exact step to the minimum, which is accepted. With no allowance for the noise the
+    search fails."""
+    from types import SimpleNamespace
+
+    from jaxse3.optim import shooting
+
+    def noisy(problem, x, multipliers):  # (merit, …, gradient, …) as _cost_and_gradient
+        return 1.0 + 0.5 * jnp.vdot(x, x) + 1e-9, None, None, x, None
+
+    monkeypatch.setattr(shooting, "_cost_and_gradient", noisy)
+    box = SimpleNamespace(project=lambda x: x)
+    c = jnp.full(2, 1e-5)
+    J = 1.0 + 0.5 * float(c @ c)
+    trial, _ = shooting._projected_search(box, c, J, c, -c, None)
+    np.testing.assert_array_equal(trial, 0.0)
+    monkeypatch.setattr(shooting, "COST_NOISE", 0.0)
+    assert shooting._projected_search(box, c, J, c, -c, None) is None
+
+
 def test_bad_constraints_are_named():
     with pytest.raises(ValueError, match=r"terminal_constraint must return a vector"):
         _problem(terminal_constraint=lambda q, qd: jnp.sum(q))
