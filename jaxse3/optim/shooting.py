@@ -145,12 +145,12 @@ def _projected_search(problem: Problem, c, J, g, d, multipliers, armijo=1e-4, ma
         trial = problem.project(c + alpha * d)
         evaluation = _cost_and_gradient(problem, trial, multipliers)
         J_trial, slope = float(evaluation[0]), float(jnp.vdot(g, trial - c))
-        if math.isfinite(J_trial) and J_trial <= J + armijo * slope + roundoff:
-            return trial, evaluation
-        if math.isfinite(J_trial) and J_trial <= J + COST_NOISE * abs(J):
+        enough = J_trial <= J + armijo * slope + roundoff
+        if not enough and J_trial <= J + COST_NOISE * abs(J):  # a change within the cost's noise: the slope tells
             slope_trial = float(jnp.vdot(evaluation[3], trial - c))
-            if math.isfinite(slope_trial) and slope_trial <= (2 * armijo - 1) * slope:
-                return trial, evaluation
+            enough = math.isfinite(slope_trial) and slope_trial <= (2 * armijo - 1) * slope
+        if enough and math.isfinite(J_trial):
+            return trial, evaluation
         alpha *= 0.5
     return None
 
