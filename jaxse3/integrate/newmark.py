@@ -569,7 +569,8 @@ class ConstrainedNewmark(Newmark):
         ∂R/∂x = βh² [[∂r/∂q̈ + γh ∂r/∂q̇ + βh² ∂r/∂q,  ∂r/∂λ],  [∂e/∂q,  0]],
 
     with q_{n+1}, q̇_{n+1} from the Newmark update of :class:`Newmark`. The constraints hold at every step to the
-    Newton tolerance (``‖e‖_∞ ≤ tol``, beside ``βh² ‖r‖_∞ ≤ tol``): no drift in e, whatever the step. Their rates are
+    Newton tolerance (``‖e‖_∞ ≤ tol``, beside ``βh² ‖r‖_∞ ≤ tol``; in float32 ``‖e‖_∞ ≤ 100 ε``, its round-off's reach:
+    :meth:`_constraint_weight`): no drift in e, whatever the step. Their rates are
     not imposed: A q̇ is O(h²) small, without drift. The common factor βh² keeps the matrix's condition independent
     of h (the classical scaling of index-3 Newmark). The state carries ``x = (q̈, λ)`` concatenated in
     ``NewmarkState.acceleration``; the start solves r = 0 with ë = 0
@@ -581,12 +582,22 @@ class ConstrainedNewmark(Newmark):
     term_structure: ClassVar = ConstrainedResidualTerm
 
     @staticmethod
+    def _constraint_weight(tol: float | jax.Array, dtype: Any) -> float | jax.Array:
+        """The weight of the constraint rows in R and ∂R/∂x: tol / max(tol, 100 ε), so that the Newton test
+        ``‖R‖_∞ ≤ tol`` asks ``‖e‖_∞ ≤ max(tol, 100 ε)``: ``tol`` in float64 (weight 1), 1.2e−5 in float32, whose
+        round-off in e (positions of links 0.1–1 m long) lies near 1e−7, far above the default tol. Rows of R and ∂R/∂x
+        scaled together leave the Newton updates unchanged."""
+        floor = 100 * float(jnp.finfo(dtype).eps)
+        return tol / max(tol, floor) if isinstance(tol, float) else tol / jnp.maximum(tol, floor)
+
+    @staticmethod
     def _residual(x, p):
         solver, term, t1, h, y0, qdd0, a0, args = p
         n = y0[0].shape[-1]
         q, qd = solver.predict(h, y0, a0, qdd0, x[..., :n])
         r = solver._weights[0] * h * h * term.residual(t1, q, qd, x[..., :n], x[..., n:], args)
-        return jnp.concatenate([r, term.constraint(t1, q, args)], axis=-1)
+        w = solver._constraint_weight(solver.tol, x.dtype)
+        return jnp.concatenate([r, w * term.constraint(t1, q, args)], axis=-1)
 
     @staticmethod
     def _system(x, p):
@@ -596,8 +607,9 @@ class ConstrainedNewmark(Newmark):
         r, e, r_q, r_qd, r_qdd, r_lam, e_q = term.partials(t1, q, qd, x[..., :n], x[..., n:], args)
         beta_w, gamma_w = solver._weights
         scale = beta_w * h * h
-        S = scale * _bordered(r_qdd + gamma_w * h * r_qd + scale * r_q, r_lam, e_q)
-        return jnp.concatenate([scale * r, e], axis=-1), S
+        w = solver._constraint_weight(solver.tol, x.dtype)
+        S = scale * _bordered(r_qdd + gamma_w * h * r_qd + scale * r_q, r_lam, w * e_q)
+        return jnp.concatenate([scale * r, w * e], axis=-1), S
 
     def _linearisation(self) -> None:
         return None  # the JVP of R in the previous state and the parameters by autodiff

@@ -67,7 +67,7 @@ from jaxse3.linkage._dynamics import (
     point_states,
     side_by_side,
 )
-from jaxse3.linkage._model import Linkage, _concrete, checked_pose, plane_frame
+from jaxse3.linkage._model import Linkage, _concrete, checked_pose, plane_frame, round_off
 from jaxse3.linkage._rules import generalized_forces_derivatives
 
 __all__ = [
@@ -95,7 +95,7 @@ _AXIS_KINDS = ("revolute", "prismatic", "planar")
 def _unit_axis(owner: str, axis) -> Float[Array, " 3"]:
     a = jnp.asarray(axis, dtype=float)
     c = _concrete(a)
-    if a.shape != (3,) or (c is not None and (not np.isfinite(c).all() or abs(np.linalg.norm(c) - 1.0) > 1e-9)):
+    if a.shape != (3,) or (c is not None and (not np.isfinite(c).all() or abs(np.linalg.norm(c) - 1.0) > round_off(a))):
         raise ValueError(f"{owner}: 'axis' must be a unit 3-vector, got {axis!r}")
     return a
 

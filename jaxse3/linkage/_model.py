@@ -77,6 +77,12 @@ def _concrete(x) -> np.ndarray | None:
         return None
 
 
+def round_off(x) -> float:
+    """The slack of the model checks on ``x`` (an array): 1e−9, or 64 units of round-off of its dtype where that is
+    coarser (float32: 7.6e−6, so a rotation built in float32 passes as one)."""
+    return max(1e-9, 64 * float(jnp.finfo(jnp.result_type(x)).eps))
+
+
 class Fluid(eqx.Module):
     """A quiescent fluid around a linkage (seed 003 §6.3, eqs. (62)–(66)): buoyancy, added mass and drag–lift.
 
@@ -222,7 +228,8 @@ class Link(eqx.Module):
         I = _concrete(inertia)
         if I is not None:
             scale = max(np.abs(I).max(), np.finfo(float).tiny)
-            if np.abs(I - I.T).max() > 1e-9 * scale or np.linalg.eigvalsh(I).min() < -1e-9 * scale:
+            tol = round_off(inertia) * scale
+            if np.abs(I - I.T).max() > tol or np.linalg.eigvalsh(I).min() < -tol:
                 raise ValueError(
                     f"Link {name!r}: 'inertia' must be a symmetric positive semi-definite spatial inertia (build it "
                     f"with jaxse3.rigid.spatial_inertia)"
@@ -234,7 +241,7 @@ class Link(eqx.Module):
         if (
             joint in ("cylindrical", "planar")
             and a is not None
-            and (abs(np.linalg.norm(a[:3]) - 1) > 1e-9 or a[3:].any())
+            and (abs(np.linalg.norm(a[:3]) - 1) > round_off(axis) or a[3:].any())
         ):
             raise ValueError(f"Link {name!r}: the 'axis' of a {joint} joint must be (a, 0) with a unit vector a")
         actuated = joint in _ONE_DOF if actuated is None else bool(actuated)
@@ -337,7 +344,7 @@ def checked_pose(owner: str, field: str, pose: Float[ArrayLike, "4 4"] | None) -
     c = _concrete(P)
     if c is not None and (
         not np.isfinite(c).all()
-        or np.abs(c[:3, :3].T @ c[:3, :3] - np.eye(3)).max() > 1e-9
+        or np.abs(c[:3, :3].T @ c[:3, :3] - np.eye(3)).max() > round_off(P)
         or np.abs(c[3] - (0, 0, 0, 1)).max() > 0
     ):
         raise ValueError(f"{owner}: {field!r} must be a pose [[R, p], [0, 1]], finite, with R a rotation")

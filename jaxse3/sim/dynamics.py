@@ -567,8 +567,10 @@ def _concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-#: the largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that the index-3 solvers (:data:`INDEX3`) accept as a consistent start
-CONSISTENT_START_TOL = 1e-8
+def consistent_start_tol(dtype: Any) -> float:
+    """The largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that the index-3 solvers (:data:`INDEX3`) accept as a consistent
+    start: 1e−8 in float64, 100 ε where round-off is coarser (float32: 1.2e−5)."""
+    return max(1e-8, 100 * float(jnp.finfo(dtype).eps))
 
 
 def _check_constrained_start(who, solver, system, inputs, axes, q0, qd0):
@@ -582,11 +584,12 @@ def _check_constrained_start(who, solver, system, inputs, axes, q0, qd0):
         return
     e, ed = (np.asarray(x) for x in _constraint_rates(system, inputs, axes, q0, qd0))
     worst = max(np.abs(e).max(initial=0.0), np.abs(ed).max(initial=0.0))
-    if not worst <= CONSISTENT_START_TOL:
+    tol = consistent_start_tol(e.dtype)
+    if not worst <= tol:
         raise ValueError(
             f"{who}: solver={solver!r} needs a consistent start, on the constraints: got ‖e(q0)‖_∞ = "
             f"{np.abs(e).max(initial=0.0):.3g} and ‖ė(q0, qd0)‖_∞ = {np.abs(ed).max(initial=0.0):.3g} (allowed: "
-            f"{CONSISTENT_START_TOL:g}). Start from a configuration that closes every loop (e.g. a solution of "
+            f"{tol:g}). Start from a configuration that closes every loop (e.g. a solution of "
             "sim.solve_statics) with qd0 in the null space of the closures' Jacobian (and prescribed joints at "
             "their prescription at t = 0), or integrate the Baumgarte form (solver='newmark' or 'kvaerno5'), which "
             "pulls an inconsistent start onto the constraints"
