@@ -4,7 +4,9 @@
 prints a timing summary (compilation separately from the simulation's wall time) and writes the trajectory (``cdm.npz``:
 ``t``, ``q``, ``qd``, ``u``, ``points``, ``tip`` world positions) and a figure (``cdm.png``: shape snapshots, tip path)
 to ``--out`` (default ``./jaxse3-out``). Its programs compile in jaxse3's "fast" mode (about half the compile time, 2–3×
-the run time; :func:`jaxse3.set_compile_mode`) unless ``--compile optimized``. ``jaxse3 list`` lists the examples.
+the run time; :func:`jaxse3.set_compile_mode`) unless ``--compile optimized``, in float64 on a CPU and in float32
+on a GPU or TPU (``--dtype``; :func:`jaxse3.demo.precision`: linkages default to float64 everywhere). ``jaxse3
+list`` lists the examples.
 ``jaxse3 run lie-demo`` (also plain ``jaxse3`` or ``jaxse3 demo``) runs the demo of the SE(3) core: accuracy of exp,
 log, dexp, dexp⁻¹ and their derivatives against an independent float64 reference, and batched timings (``--batch``,
 ``--save``). ``jaxse3 optimize cdm-reach --target X Y Z`` solves the CDM reaching problem of
@@ -27,7 +29,14 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 from jaxse3._compile import COMPILE_MODES, set_compile_mode  # noqa: E402
-from jaxse3.demo import demo, run_optimisation_example, run_simulation_example, run_sweep_file  # noqa: E402
+from jaxse3.demo import (  # noqa: E402
+    PRECISIONS,
+    demo,
+    precision,
+    run_optimisation_example,
+    run_simulation_example,
+    run_sweep_file,
+)
 
 
 def _writable_folder(parser: argparse.ArgumentParser, option: str, folder: str) -> None:
@@ -69,6 +78,12 @@ _PROBLEM_OPTIONS = {
 METHODS = {"cdm-reach": ("shooting", "ddp", "ilqr"), "arm-reach": ("ddp", "ilqr"), "model": ("shooting",)}
 #: cdm-reach's options that only single shooting uses (DDP's controls are held over its steps of 20 ms)
 _SHOOTING_OPTIONS = {"knots": "--knots", "gtol": "--gtol"}
+
+
+_DTYPE_HELP = (
+    "floating-point precision (default: float32 for the CDM examples on a GPU or TPU, where it runs several times "
+    "faster with tips within ~1e-6 m of float64; float64 otherwise: docs/scale.md)"
+)
 
 
 def _positive(kind):
@@ -178,6 +193,7 @@ def _parser() -> argparse.ArgumentParser:
         help="fast (default): XLA compiles in about half the time, the program runs 2-3x slower (short runs); "
         "optimized: XLA's full optimisation (long runs)",
     )
+    r.add_argument("--dtype", choices=PRECISIONS, default=None, help=_DTYPE_HELP)
     r.add_argument("--animate", action="store_true", help="also write an animation of the motion beside its inputs")
     r.add_argument(
         "--format", choices=("mp4", "gif"), default="mp4", help="--animate: mp4 (default; the 'plot' extra) or gif"
@@ -215,6 +231,7 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--out", default=None, help="output folder (default ./jaxse3-out/<the file's name>)")
     w.add_argument("--resume", action="store_true", help="continue the interrupted sweep in --out")
     w.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    w.add_argument("--dtype", choices=PRECISIONS, default=None, help=_DTYPE_HELP)
     w.add_argument(
         "--coordinator", type=_address, metavar="HOST:PORT", help="jax.distributed: process 0's address and port"
     )
@@ -242,6 +259,7 @@ _ROD_OPTIONS = {
     "max_steps": "--max-steps",
     "progress": "--no-progress",
     "compile": "--compile",
+    "dtype": "--dtype",
     "animate": "--animate",
     "format": "--format",
 }
@@ -313,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         defaults = {key: run.get_default(key) for key in _ROD_OPTIONS}
         previous = set_compile_mode(args.compile)
         try:
-            return run_simulation_example(args.example, args, defaults)
+            with precision(args.dtype, args.example):
+                return run_simulation_example(args.example, args, defaults)
         finally:
             set_compile_mode(previous)
     if args.command == "run":

@@ -9,12 +9,13 @@ dispatches here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -232,6 +233,35 @@ INPUT_LABELS = {
 }
 
 
+#: the floating-point precisions of ``jaxse3 run`` and ``jaxse3 sweep`` (``--dtype``)
+PRECISIONS = ("float32", "float64")
+#: the models that compute in float32 by default on a GPU or TPU: the CDM rods, whose float32 error budgets are tested
+#: (tests/sim/test_float32.py). Linkages stay in float64: their forward dynamics carry float32 round-off of ~1e−4
+#: relative (the flagellated robot; mass matrices of rigid bodies and thin rods together), on which an adaptive
+#: solver's error estimate collapses the step (Kvaerno5 over 0.2 s: the flagellated robot 7874 steps against 43 in
+#: float64, the parallel robot 2578 against 57), and the fin-ray finger's mass matrix spans 15 orders of magnitude.
+FLOAT32_MODELS = ("cdm", "cdm-contact")
+
+
+@contextlib.contextmanager
+def precision(dtype: str | None, model: str | None = None) -> Iterator[str]:
+    """Compute the block in ``dtype`` (one of :data:`PRECISIONS`) by JAX's x64 switch, restored after the block;
+    yields the precision chosen. ``dtype`` None: float32 on a GPU or TPU when ``model`` is one of
+    :data:`FLOAT32_MODELS` (there float32 runs several times faster in half the memory: docs/scale.md), float64
+    otherwise. Call it after ``jax.distributed.initialize`` (it asks for the default backend)."""
+    if dtype is None:
+        accelerator = jax.default_backend() != "cpu"
+        dtype = "float32" if accelerator and model in FLOAT32_MODELS else "float64"
+    if dtype not in PRECISIONS:
+        raise ValueError(f"dtype must be one of {PRECISIONS}, got {dtype!r}")
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", dtype == "float64")
+    try:
+        yield dtype
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
 def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict | None = None) -> int:
     """Simulate a built-in scenario or a model file (:func:`_scenario`); print the timing summary (compilation apart
     from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``. A model
@@ -265,8 +295,9 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
         n_save=args.n_save,
         max_steps=args.max_steps,
     )
+    dtype = jnp.result_type(float).name
     print(
-        f"jaxse3 run {name}: {what}; {args.t_final:g} s with {args.solver} (analytic Jacobian)"
+        f"jaxse3 run {name}: {what}; {args.t_final:g} s with {args.solver} (analytic Jacobian, {dtype})"
         + (
             f", dt = {args.dt:g} s" + (f", ρ∞ = {args.rho_inf:g}" if args.solver.startswith("generalized") else "")
             if args.solver in FIXED_STEP
@@ -313,7 +344,7 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
             f"{float(np.max(traj.monitors['closure_velocity_error'])):.2e} (saved as monitors)"
         )
     npz, png = os.path.join(args.out, f"{name}.npz"), os.path.join(args.out, f"{name}.png")
-    params = {"example": name, "t_final": args.t_final, "jaxse3": __version__, **kw, "atol": args.atol}
+    params = {"example": name, "t_final": args.t_final, "jaxse3": __version__, **kw, "atol": args.atol, "dtype": dtype}
     traj.save(npz, metadata={"run": params})
     from jaxse3.viz import plot_trajectory
 
@@ -488,9 +519,10 @@ def _solve_arm_reach(name: str, args: argparse.Namespace):
 
 
 def run_sweep_file(path: str, args: argparse.Namespace) -> int:
-    """Run a sweep file (:mod:`jaxse3.sim.sweep`) into ``args.out`` (``--resume``: continue it), under
-    ``jax.distributed`` when asked (``--coordinator``/``--num-processes``/``--process-id`` or ``--distributed``);
-    print how many members succeeded and why the others failed. Exit status 1 when any member failed."""
+    """Run a sweep file (:mod:`jaxse3.sim.sweep`) into ``args.out`` (``--resume``: continue it) in the precision
+    ``args.dtype`` (:func:`precision`), under ``jax.distributed`` when asked (``--coordinator``/``--num-processes``/
+    ``--process-id`` or ``--distributed``); print how many members succeeded and why the others failed. Exit status
+    1 when any member failed."""
     if args.distributed:
         jax.distributed.initialize()
     elif args.coordinator is not None:
@@ -500,7 +532,8 @@ def run_sweep_file(path: str, args: argparse.Namespace) -> int:
     try:
         sweep = read_sweep(path)
         start = time.perf_counter()
-        result = run_sweep(sweep, args.out, resume=args.resume, progress=args.progress)
+        with precision(args.dtype, sweep.model):
+            result = run_sweep(sweep, args.out, resume=args.resume, progress=args.progress)
     except ValueError as e:
         print(f"jaxse3 sweep: {e}", file=sys.stderr)
         return 2

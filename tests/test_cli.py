@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -198,6 +199,42 @@ def test_run_compiles_in_the_fast_mode_unless_asked_and_restores_the_mode(monkey
     assert cli.main(["run", "cdm", "--out", str(tmp_path)]) == 0
     assert cli.main(["run", "cdm", "--compile", "optimized", "--out", str(tmp_path)]) == 0
     assert seen == ["fast", "optimized"] and jaxse3.compile_mode() == "optimized"
+
+
+def test_precision_is_float32_for_rods_on_accelerators_float64_otherwise_unless_chosen(monkeypatch, tmp_path):
+    """``--dtype``: by default float32 for the CDM examples on a GPU or TPU, float64 on a CPU and for linkages (whose
+    adaptive steps collapse in float32); JAX's x64 switch is restored after the run."""
+    seen = []
+    monkeypatch.setattr(cli, "run_simulation_example", lambda *args: seen.append(jax.config.jax_enable_x64) or 0)
+    for backend, example, argv, x64 in (
+        ("cpu", "cdm", [], True),
+        ("gpu", "cdm", [], False),
+        ("tpu", "cdm-contact", [], False),
+        ("gpu", "flagellated", [], True),
+        ("gpu", ARM, [], True),
+        ("cpu", "cdm", ["--dtype", "float32"], False),
+        ("gpu", "cdm", ["--dtype", "float64"], True),
+        ("gpu", "fin-ray", ["--dtype", "float32"], False),
+    ):
+        monkeypatch.setattr(jax, "default_backend", lambda backend=backend: backend)
+        assert cli.main(["run", example, "--out", str(tmp_path), *argv]) == 0
+        assert seen.pop() is x64 and jax.config.jax_enable_x64, (backend, example, argv)
+
+
+@pytest.mark.slow
+def test_run_in_float32(tmp_path, capsys):
+    """``jaxse3 run cdm --dtype float32`` (as on a GPU): the saved arrays are float32, the run says so, and the tip
+    agrees with float64's at the float32 budget of tests/sim/test_float32.py."""
+    argv = ["run", "cdm", "--t-final", "0.05", "--n-save", "3", "--no-progress", "--out", str(tmp_path)]
+    assert cli.main([*argv, "--dtype", "float32"]) == 0
+    assert "analytic Jacobian, float32" in capsys.readouterr().out and jax.config.jax_enable_x64
+    data = np.load(tmp_path / "cdm.npz")
+    assert data["q"].dtype == np.float32 and data["tip"].dtype == np.float32
+    assert Trajectory.metadata(tmp_path / "cdm.npz")["run"]["dtype"] == "float32"
+    tip32 = data["tip"]
+    assert cli.main(argv) == 0
+    tip64 = np.load(tmp_path / "cdm.npz")["tip"]
+    assert tip64.dtype == np.float64 and 0 < np.abs(tip64 - tip32).max() < 1e-5
 
 
 @pytest.mark.slow

@@ -32,9 +32,10 @@ link's or its rod's by ``link.field`` (``forearm.young``, ``forearm.length``, ``
 and ``gravity[i]``. Members are built from the model with their values; a parameter that changes the model's
 structure (a Gauss-point count, a basis order) is refused, as is one the model does not have.
 
-**Results** go to a folder: ``sweep.json`` (the sweep, normalised; a resumed run checks it against the file),
-``parameters.npz`` (every member's values), ``chunks/chunk-NNNNN.npz`` per chunk (written to a temporary file and
-renamed: a chunk is there whole or not at all) and, at the end, ``results.npz`` with every member. An interrupted sweep
+**Results** go to a folder: ``sweep.json`` (the sweep, normalised, and its precision, float32 or float64 by JAX's
+``jax_enable_x64``; a resumed run checks both against the file and its own), ``parameters.npz`` (every member's
+values), ``chunks/chunk-NNNNN.npz`` per chunk (written to a temporary file and renamed: a chunk is there whole or not
+at all) and, at the end, ``results.npz`` with every member. An interrupted sweep
 loses at most the chunks in flight; ``resume=True`` (``jaxse3 sweep FILE --resume``) runs only the missing ones.
 Failed members (a solver failure, a non-finite state) keep their place and their reason (:attr:`SweepResult.reasons`),
 never dropped. :func:`load_sweep` reads a folder, finished or not, into arrays aligned with the parameters.
@@ -490,10 +491,11 @@ def _chunk_path(out: str | os.PathLike, i: int) -> str:
 
 
 def _start(sweep: Sweep, out: str | os.PathLike, resume: bool) -> None:
-    """Create the folder and write the sweep's description, or check it against the one there (``resume``). With
-    several processes, every one checks before any writes (they may share the folder)."""
+    """Create the folder and write the sweep's description and precision, or check them against the ones there
+    (``resume``). With several processes, every one checks before any writes (they may share the folder)."""
     paths = _folder(out)
     spec = json.dumps(sweep.spec, sort_keys=True)
+    dtype = jnp.result_type(float).name
     if os.path.exists(paths["spec"]):
         if not resume:
             raise ValueError(
@@ -501,14 +503,22 @@ def _start(sweep: Sweep, out: str | os.PathLike, resume: bool) -> None:
                 "or choose another output folder"
             )
         with open(paths["spec"]) as fh:
-            if json.dumps(json.load(fh)["spec"], sort_keys=True) != spec:
-                raise ValueError(
-                    f"{os.fspath(out)}: the sweep there differs from this one (its file changed since it started); "
-                    "choose another output folder to run this one"
-                )
+            there = json.load(fh)
+        if json.dumps(there["spec"], sort_keys=True) != spec:
+            raise ValueError(
+                f"{os.fspath(out)}: the sweep there differs from this one (its file changed since it started); "
+                "choose another output folder to run this one"
+            )
+        if there.get("dtype", "float64") != dtype:
+            raise ValueError(
+                f"{os.fspath(out)}: the sweep there ran in {there.get('dtype', 'float64')}, this process computes in "
+                f"{dtype}: resume it in {there.get('dtype', 'float64')} (jaxse3 sweep --dtype; JAX's "
+                "jax_enable_x64) or choose another output folder"
+            )
     _barrier(f"jaxse3 sweep {sweep.name}: folder checked")
     os.makedirs(paths["chunks"], exist_ok=True)
     info = {"spec": sweep.spec, "name": sweep.name, "names": list(sweep.names), "n_chunks": sweep.n_chunks}
+    info["dtype"] = dtype
     write_npz(paths["parameters"], {"values": sweep.values}, {"names": list(sweep.names)})
     fd, tmp = tempfile.mkstemp(dir=out, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w") as fh:

@@ -320,6 +320,8 @@ def test_command_line_runs_a_sweep_and_names_bad_options(tmp_path, capsys, model
     assert main(["sweep", path, "--out", out, "--no-progress"]) == 2  # the folder holds it: --resume needed
     assert "--resume" in capsys.readouterr().err
     assert main(["sweep", path, "--out", out, "--no-progress", "--resume"]) == 0
+    assert main(["sweep", path, "--out", out, "--no-progress", "--resume", "--dtype", "float32"]) == 2
+    assert "ran in float64, this process computes in float32" in capsys.readouterr().err and jax.config.jax_enable_x64
     with pytest.raises(SystemExit):
         main(["sweep", path, "--coordinator", "127.0.0.1:1234"])
     assert "go together" in capsys.readouterr().err
