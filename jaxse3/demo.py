@@ -236,10 +236,11 @@ INPUT_LABELS = {
 #: the floating-point precisions of ``jaxse3 run`` and ``jaxse3 sweep`` (``--dtype``)
 PRECISIONS = ("float32", "float64")
 #: the models that compute in float32 by default on a GPU or TPU: the CDM rods, whose float32 error budgets are tested
-#: (tests/sim/test_float32.py). Linkages stay in float64: their forward dynamics carry float32 round-off of ~1e−4
-#: relative (the flagellated robot; mass matrices of rigid bodies and thin rods together), on which an adaptive
-#: solver's error estimate collapses the step (Kvaerno5 over 0.2 s: the flagellated robot 7874 steps against 43 in
-#: float64, the parallel robot 2578 against 57), and the fin-ray finger's mass matrix spans 15 orders of magnitude.
+#: (tests/sim/test_float32.py). Linkages stay in float64: rigid bodies and thin rods together make ill-conditioned mass
+#: matrices (the flagellated robot's: condition number 5e11; its float32 forward dynamics are off by 1.5 % at its
+#: state at 0.2 s), on which an adaptive solver's error estimate collapses the step (Kvaerno5 over 0.2 s: the
+#: flagellated robot 7874 steps against 43 in float64, the parallel robot 2578 against 57), and the fin-ray finger's
+#: mass matrix spans 15 orders of magnitude.
 FLOAT32_MODELS = ("cdm", "cdm-contact")
 
 
