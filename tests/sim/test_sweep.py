@@ -322,6 +322,11 @@ def test_command_line_runs_a_sweep_and_names_bad_options(tmp_path, capsys, model
     assert main(["sweep", path, "--out", out, "--no-progress", "--resume"]) == 0
     assert main(["sweep", path, "--out", out, "--no-progress", "--resume", "--dtype", "float32"]) == 2
     assert "ran in float64, this process computes in float32" in capsys.readouterr().err and jax.config.jax_enable_x64
+    out32 = os.path.join(tmp_path, "out32")  # the same sweep in float32: its results within float32's round-off
+    assert main(["sweep", path, "--out", out32, "--no-progress", "--dtype", "float32"]) == 0
+    r32, r64 = load_sweep(out32), load_sweep(out)
+    assert r32["tip"].dtype == np.float32 and r64["tip"].dtype == np.float64 and jax.config.jax_enable_x64
+    np.testing.assert_allclose(r32["tip"], r64["tip"], atol=1e-6)
     with pytest.raises(SystemExit):
         main(["sweep", path, "--coordinator", "127.0.0.1:1234"])
     assert "go together" in capsys.readouterr().err
