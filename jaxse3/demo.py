@@ -265,10 +265,12 @@ def precision(dtype: str | None, model: str | None = None) -> Iterator[str]:
 
 def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict | None = None) -> int:
     """Simulate a built-in scenario or a model file (:func:`_scenario`); print the timing summary (compilation apart
-    from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``. A model
-    file's ``[simulation]`` settings apply where ``args`` holds the ``defaults`` (flags given explicitly win)."""
+    from the simulation); write ``<name>.npz`` (with units and the run's parameters) and ``<name>.png``; a solver
+    failure is reported after them (exit status 1), the samples before it saved. A model file's ``[simulation]``
+    settings apply where ``args`` holds the ``defaults`` (flags given explicitly win)."""
     from jaxse3._compile import STATS
     from jaxse3.sim import FIXED_STEP, INDEX3, simulate
+    from jaxse3.sim.dynamics import failure_summary
 
     system, inputs, what, settings, q0 = _scenario(name)
     for key, value in settings.items():
@@ -308,7 +310,8 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     )
     compiled, seconds, loaded = STATS.compilations, STATS.seconds, STATS.loaded
     t0 = time.perf_counter()
-    traj = jax.block_until_ready(simulate(system, inputs, t_final=args.t_final, q0=q0, progress=args.progress, **kw))
+    traj = simulate(system, inputs, t_final=args.t_final, q0=q0, progress=args.progress, throw=False, **kw)
+    traj = jax.block_until_ready(traj)
     wall = time.perf_counter() - t0
     compile_s = STATS.seconds - seconds
     sim_s = wall - compile_s
@@ -356,6 +359,14 @@ def run_simulation_example(name: str, args: argparse.Namespace, defaults: dict |
     boxes = None if linkage is None else _body_boxes(linkage, traj.q)
     plot_trajectory(traj, png, title=f"jaxse3 run {name}", input_label=label, edges=edges, boxes=boxes)
     print(f"wrote {npz} (t, q, qd, u, points, tip, with units and run parameters) and {png}")
+    if not traj.ok:  # said last, after what was saved: the samples before the failure
+        hint = " (float32: try --dtype float64)" if dtype == "float32" else ""
+        print(
+            f"jaxse3 run {name}: {failure_summary(traj, args.solver)}{hint}; the samples before it are saved (NaN "
+            "after it)",
+            file=sys.stderr,
+        )
+        return 1
     if args.animate:
         from jaxse3.viz import animate_trajectory
 

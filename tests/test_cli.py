@@ -237,6 +237,19 @@ def test_run_in_float32(tmp_path, capsys):
     assert tip64.dtype == np.float64 and 0 < np.abs(tip64 - tip32).max() < 1e-5
 
 
+def test_a_solver_failure_is_said_and_the_samples_before_it_are_saved(tmp_path, capsys):
+    """``jaxse3 run`` whose solver fails (here: too few steps allowed) exits with status 1 and says where it failed,
+    after writing the samples it reached (NaN after the failure) and the figure."""
+    argv = ["run", "cdm", "--t-final", "0.05", "--max-steps", "4", "--n-save", "6", "--no-progress"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "the kvaerno5 solver failed after t = " in err and "maximum number of solver steps" in err, err
+    assert "the samples before it are saved" in err
+    data = np.load(tmp_path / "cdm.npz")
+    finite = np.isfinite(data["q"]).all(axis=1)
+    assert finite[0] and not finite[-1] and int(data["result"]) != 0 and (tmp_path / "cdm.png").exists()
+
+
 @pytest.mark.slow
 def test_run_a_model_file(tmp_path):
     """``jaxse3 run my_robot.toml``: a revolute link with a rod, its [simulation] settings, a flag overriding one."""

@@ -146,3 +146,21 @@ def test_figures_and_animations_draw_boxes(tmp_path):
     path = animate_trajectory(traj, tmp_path / "b.gif", boxes=boxes, dpi=40)
     with Image.open(path) as im:
         assert im.n_frames == 6
+
+
+def test_a_failed_run_plots_its_samples_before_the_failure():
+    """The samples after a solver failure (NaN) are left out of the snapshots and limits; none finite is an error."""
+    from jaxse3.viz import plot_trajectory
+
+    tr = _trajectory(12)
+    tr.points = tr.points.copy()
+    tr.points[8:] = np.nan
+    tr.tip = tr.points[:, -1]
+    fig = plot_trajectory(tr, n_snapshots=6)
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == [f"t = {t:.2f} s" for t in tr.t[[0, 1, 3, 4, 6, 7]]]
+    assert np.isfinite(fig.axes[0].get_xlim()).all()
+    tr.points[:] = np.nan
+    tr.tip = tr.points[:, -1]
+    with pytest.raises(ValueError, match="no sample of 'trajectory' has finite points"):
+        plot_trajectory(tr)

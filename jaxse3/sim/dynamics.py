@@ -897,13 +897,19 @@ def _assemble(axes, ts, q, qd, u, points, num_steps, result) -> Trajectory:
     )
 
 
-def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
+def failure_summary(traj: Trajectory, solver: str) -> str:
+    """ "the ``solver`` solver failed after t = …: …" for a failed run of :func:`simulate` (``throw=False``): the last
+    sample time every member reached with a finite state, and the solver's status in words."""
     t, q = np.asarray(traj.t), np.asarray(traj.q)
     if q.ndim == 3:  # a stack: (B, T, n)
         t, q = t[0], np.moveaxis(q, 0, 1)
     ok = np.isfinite(q).reshape(len(t), -1).all(axis=1)
     reached = float(t[ok][-1]) if ok.any() else 0.0
-    text = f"{who}: the {cfg.solver} solver failed after t = {reached:g} s: {traj.message}"
+    return f"the {solver} solver failed after t = {reached:g} s: {traj.message}"
+
+
+def _failure_message(who: str, traj: Trajectory, cfg: _Config) -> str:
+    text = f"{who}: {failure_summary(traj, cfg.solver)}"
     if int(np.ravel(traj.result)[0]) == int(diffrax.RESULTS.max_steps_reached._value):
         text += (
             " The state or the inputs may have become non-finite (check `inputs` and the model), or the motion "

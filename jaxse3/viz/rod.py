@@ -202,18 +202,22 @@ def plot_trajectory(
     rigid bodies as (poses (n, n_b, 4, 4) at the saved times, half extents (n_b, 3)) (:func:`box_lines`).
 
     ``trajectory``: anything with arrays ``t`` (n,), ``points`` (n, n_points, 3), ``tip`` (n, 3) and optionally ``u``
-    (n, n_inputs). Saves a PNG to ``path`` when given; returns the figure.
+    (n, n_inputs). Samples whose points are not finite (after a solver failure, ``simulate(..., throw=False)``) are
+    left out of the snapshots and the axes' limits. Saves a PNG to ``path`` when given; returns the figure.
     """
     t, pts, tip = trajectory_arrays(trajectory, "plot_trajectory")
     u = trajectory_inputs(trajectory)
+    finite = np.flatnonzero(np.isfinite(pts).reshape(len(t), -1).all(axis=1) & np.isfinite(tip).all(axis=1))
+    if finite.size == 0:
+        raise ValueError("plot_trajectory: no sample of 'trajectory' has finite points")
     panels = 2 if u is None else 3
     fig = plt.figure(figsize=(5 * panels, 4.5))
     ax = fig.add_subplot(1, panels, 1, projection="3d")
-    idx = np.linspace(0, len(t) - 1, n_snapshots).round().astype(int)
+    idx = np.unique(finite[np.linspace(0, finite.size - 1, n_snapshots).round().astype(int)])
     snapshot_boxes = None if boxes is None else (np.asarray(boxes[0])[idx], boxes[1])
     plot_shapes(pts[idx], ax=ax, labels=[f"t = {t[i]:.2f} s" for i in idx], edges=edges, boxes=snapshot_boxes)
     plot_tip_path(tip, ax=ax)
-    _equal(ax, np.concatenate([pts.reshape(-1, 3), tip]))
+    _equal(ax, np.concatenate([pts[finite].reshape(-1, 3), tip[finite]]))
     plot_tip(t, tip, fig.add_subplot(1, panels, 2))
     if u is not None:
         plot_inputs(t, u, fig.add_subplot(1, panels, 3), input_label)
