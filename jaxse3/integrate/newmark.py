@@ -570,8 +570,8 @@ class ConstrainedNewmark(Newmark):
 
     with q_{n+1}, q̇_{n+1} from the Newmark update of :class:`Newmark`. The constraints hold at every step to the
     Newton tolerance (``‖e‖_∞ ≤ tol``, beside ``βh² ‖r‖_∞ ≤ tol``; in float32 ``‖e‖_∞ ≤ 100 ε``, its round-off's reach:
-    :meth:`_constraint_weight`): no drift in e, whatever the step. Their rates are
-    not imposed: A q̇ is O(h²) small, without drift. The common factor βh² keeps the matrix's condition independent
+    :meth:`_constraint_weight`): no drift in e, whatever the step. Their rates are not imposed: A q̇ is O(h²) small,
+    without drift. The common factor βh² keeps the matrix's condition independent
     of h (the classical scaling of index-3 Newmark). The state carries ``x = (q̈, λ)`` concatenated in
     ``NewmarkState.acceleration``; the start solves r = 0 with ë = 0
     (:meth:`ConstrainedResidualTerm.solve_acceleration`), so (q0, q̇0) should satisfy e = 0 and ė = 0. Steps are

@@ -898,8 +898,8 @@ def _assemble(axes, ts, q, qd, u, points, num_steps, result) -> Trajectory:
 
 
 def failure_summary(traj: Trajectory, solver: str) -> str:
-    """ "the ``solver`` solver failed after t = …: …" for a failed run of :func:`simulate` (``throw=False``): the last
-    sample time every member reached with a finite state, and the solver's status in words."""
+    """The words for a failed run of :func:`simulate` (``throw=False``): "the ``solver`` solver failed after t = …:
+    …", with the last sample time every member reached with a finite state and the solver's status."""
     t, q = np.asarray(traj.t), np.asarray(traj.q)
     if q.ndim == 3:  # a stack: (B, T, n)
         t, q = t[0], np.moveaxis(q, 0, 1)
