@@ -77,7 +77,7 @@ def _concrete(x) -> np.ndarray | None:
         return None
 
 
-def round_off(x) -> float:
+def round_off(x: ArrayLike) -> float:
     """The slack of the model checks on ``x`` (an array): 1e−9, or 64 units of round-off of its dtype where that is
     coarser (float32: 7.6e−6, so a rotation built in float32 passes as one)."""
     return max(1e-9, 64 * float(jnp.finfo(jnp.result_type(x)).eps))
