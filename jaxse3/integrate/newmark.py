@@ -59,7 +59,7 @@ import jax.numpy as jnp
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
-from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, unwrap_term
+from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, round_off_floor, unwrap_term
 from jaxse3.lie.tangents import dense, jvp_moving
 
 __all__ = [
@@ -587,7 +587,7 @@ class ConstrainedNewmark(Newmark):
         ``‖R‖_∞ ≤ tol`` asks ``‖e‖_∞ ≤ max(tol, 100 ε)``: ``tol`` in float64 (weight 1), 1.2e−5 in float32, whose
         round-off in e (positions of links 0.1–1 m long) lies near 1e−7, far above the default tol. Rows of R and ∂R/∂x
         scaled together leave the Newton updates unchanged."""
-        floor = 100 * float(jnp.finfo(dtype).eps)
+        floor = round_off_floor(dtype)
         return tol / max(tol, floor) if isinstance(tol, float) else tol / jnp.maximum(tol, floor)
 
     @staticmethod

@@ -48,8 +48,16 @@ __all__ = [
     "modified_newton",
     "newton_statistics",
     "default_tolerance",
+    "round_off_floor",
     "STALL_FACTOR",
 ]
+
+
+def round_off_floor(dtype: Any) -> float:
+    """100 ε of ``dtype`` (2.2e−14 in float64, 1.2e−5 in float32): the least a residual or a constraint of order one
+    can be asked to reach in it, the floor of the dtype-aware tolerances (:func:`default_tolerance`, the index-3
+    solvers' constraint test and their consistent start)."""
+    return 100 * float(jnp.finfo(dtype).eps)
 
 
 def default_tolerance(dtype: Any = None) -> float:
@@ -57,8 +65,7 @@ def default_tolerance(dtype: Any = None) -> float:
     1.2e−5 in float32 (statics: the residual's round-off is ~1e−6 of its terms, so 1e−10 would never be met; Newmark's
     residual, scaled by βh², keeps 1e−10 in both: its float32 round-off floor lies there, see
     :data:`STALL_FACTOR`). ``dtype`` None: JAX's default floating dtype (float64 with ``jax_enable_x64``)."""
-    dtype = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
-    return max(1e-10, 100 * float(jnp.finfo(dtype).eps))
+    return max(1e-10, round_off_floor(jnp.result_type(float) if dtype is None else jnp.dtype(dtype)))
 
 
 class NewtonResults(optx.RESULTS):

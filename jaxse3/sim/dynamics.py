@@ -48,6 +48,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
 from jaxse3._compile import Compiled, announce_trace, compile_report
 from jaxse3.integrate.newmark import ConstrainedNewmark, ConstrainedResidualTerm, Newmark, SecondOrderResidualTerm
+from jaxse3.integrate.newton import round_off_floor
 from jaxse3.sim.system import System, as_input, finite_difference
 from jaxse3.sim.trajectory import Trajectory
 
@@ -570,7 +571,7 @@ def _concrete(x) -> bool:
 def consistent_start_tol(dtype: Any) -> float:
     """The largest ‖e(q0)‖_∞ and ‖ė(q0, q̇0)‖_∞ that the index-3 solvers (:data:`INDEX3`) accept as a consistent
     start: 1e−8 in float64, 100 ε where round-off is coarser (float32: 1.2e−5)."""
-    return max(1e-8, 100 * float(jnp.finfo(dtype).eps))
+    return max(1e-8, round_off_floor(dtype))
 
 
 def _check_constrained_start(who, solver, system, inputs, axes, q0, qd0):

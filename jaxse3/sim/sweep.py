@@ -509,11 +509,11 @@ def _start(sweep: Sweep, out: str | os.PathLike, resume: bool) -> None:
                 f"{os.fspath(out)}: the sweep there differs from this one (its file changed since it started); "
                 "choose another output folder to run this one"
             )
-        if there.get("dtype", "float64") != dtype:
+        started = there.get("dtype", "float64")  # sweeps written before the precision was recorded: float64
+        if started != dtype:
             raise ValueError(
-                f"{os.fspath(out)}: the sweep there ran in {there.get('dtype', 'float64')}, this process computes in "
-                f"{dtype}: resume it in {there.get('dtype', 'float64')} (jaxse3 sweep --dtype; JAX's "
-                "jax_enable_x64) or choose another output folder"
+                f"{os.fspath(out)}: the sweep there ran in {started}, this process computes in {dtype}: resume it in "
+                f"{started} (jaxse3 sweep --dtype; JAX's jax_enable_x64) or choose another output folder"
             )
     _barrier(f"jaxse3 sweep {sweep.name}: folder checked")
     os.makedirs(paths["chunks"], exist_ok=True)
