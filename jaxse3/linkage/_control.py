@@ -15,7 +15,10 @@ overwrite the state at every call, as the paper recommends. Eq. (44): differenti
 
 with ID's derivatives at the full q̈ — the rows u and the relevant columns of the linkage's analytical derivatives
 (the ``custom_jvp`` rule of :func:`controlled_forward_dynamics`). Newmark-β and statics use the residual
-τ_u − ID_u(q, q̇, q̈) (eq. (45); the chain factors of eq. (12) are the driver's, digest §2.4).
+τ_u − ID_u(q, q̇, q̈) (eq. (45); the chain factors of eq. (12) are the driver's, digest §2.4), whose rule takes the
+same rows. Both rules ask the derivative pass for the rows u and, unless the inputs move, the columns u alone
+(:func:`~jaxse3.linkage.tree_derivatives`): the prescribed joints' rows and columns are never formed, and prescribed
+rigid links ahead of the rods (the hybrid serial robot's seven) run no backward pass.
 
 ``controls`` inputs are laid out as ``(q_k, q̇_k, q̈_k, u_known)``: the prescribed joints' positions, velocities and
 accelerations in link order, then the linkage's inputs without those of the prescribed joints.
@@ -31,8 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
-from jaxse3.linkage._derivatives import covered
+from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
+from jaxse3.linkage._derivatives import covered, tree_derivatives
 from jaxse3.linkage._dynamics import generalized_forces, inverse_dynamics_and_mass
 from jaxse3.linkage._model import Linkage
 from jaxse3.linkage._rules import generalized_forces_derivatives, inverse_dynamics, inverse_dynamics_derivatives
@@ -127,23 +130,38 @@ def _fd_plain(control: JointControl, q_u, qd_u, inputs):
     return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(M), rhs[u_idx])
 
 
+def _rows_u(control: JointControl, q, qd, qdd, u, inputs_move: bool) -> tuple:
+    """The rows u of eq. (44)'s derivatives at the full (q, q̇, q̈): (M_u, G_q, G_q̇, B), M_u = ∂ID_u/∂q̈,
+    G = ∂τ_u/∂(·) − ∂ID_u/∂(·), B = ∂τ_u/∂u_known, in the columns u (all nv columns when ``inputs_move``: the
+    prescribed joints' columns enter through the inputs), and those columns. The derivative pass forms only these rows
+    and columns (:func:`~jaxse3.linkage.tree_derivatives`): prescribed rigid links ahead of the rods carry none."""
+    linkage, u_idx = control.linkage, np.asarray(control.unknown, int)
+    cols = np.arange(linkage.nv) if inputs_move else u_idx
+    if linkage.rigid_obstacle is None:  # jaxse3.rigid's IDSVA, then the rows and columns
+        r = inverse_dynamics_derivatives(linkage, q, qd, qdd)
+        r = type(r)(r.tau[u_idx], *(x[u_idx][:, cols] for x in r[1:]))
+    else:
+        r = tree_derivatives(linkage, q, qd, qdd, rows=control.unknown, columns=tuple(cols.tolist()))
+    Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
+    B = Tu[u_idx][:, np.asarray(control.known_inputs, int)]
+    return r, Tq[u_idx][:, cols] - r.dq, Tqd[u_idx][:, cols] - r.dqd, B, cols
+
+
 def _fd_jvp(primals, tangents):
     control, q_u, qd_u, inputs = primals
     _, dq_u, dqd_u, dinputs = tangents
-    linkage, u_idx, k_idx = control.linkage, np.asarray(control.unknown, int), np.asarray(control.known, int)
+    u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
     qdd_u = _fd_plain(control, q_u, qd_u, inputs)
     q, qd, qdd, u = control.full_state(q_u, qd_u, inputs)
-    qdd = qdd.at[u_idx].set(qdd_u)
-    r = inverse_dynamics_derivatives(linkage, q, qd, qdd)
-    Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
-    chol = jax.scipy.linalg.cho_factor(r.M[u_idx][:, u_idx])
+    r, Gq, Gqd, B, cols = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
+    at_u = np.searchsorted(cols, u_idx)  # the unknown coordinates among the columns
+    chol = jax.scipy.linalg.cho_factor(r.M[:, at_u])
     solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
-    Gq, Gqd = solve((Tq - r.dq)[u_idx]), solve((Tqd - r.dqd)[u_idx])  # (n_u, nv): eq. (44)
-    d_inputs = jnp.concatenate(
-        [Gq[:, k_idx], Gqd[:, k_idx], -solve(r.M[u_idx][:, k_idx]), solve(Tu[u_idx][:, list(control.known_inputs)])],
-        axis=1,
-    )
-    terms = [(Gq[:, u_idx], dq_u), (Gqd[:, u_idx], dqd_u), (d_inputs, dinputs)]
+    Gq, Gqd = solve(Gq), solve(Gqd)  # eq. (44)
+    terms = [(Gq[:, at_u], dq_u), (Gqd[:, at_u], dqd_u)]
+    if not is_zero(dinputs):
+        d_inputs = jnp.concatenate([Gq[:, k_idx], Gqd[:, k_idx], -solve(r.M[:, k_idx]), solve(B)], axis=1)
+        terms.append((d_inputs, dinputs))
     rest = jvp_of_rest(_fd_plain, primals, tangents, analytic=(1, 2, 3))
     return qdd_u, accumulate(qdd_u, terms, rest)
 
@@ -168,6 +186,28 @@ def _residual_rows(control: JointControl, q_u, qd_u, qdd_u, inputs, rows: tuple[
     return (generalized_forces(linkage, q, qd, u) - inverse_dynamics(linkage, q, qd, qdd))[np.asarray(rows, int)]
 
 
+def _residual_plain(control: JointControl, q_u, qd_u, qdd_u, inputs) -> Array:
+    return _residual_rows(control, q_u, qd_u, qdd_u, inputs, control.unknown)
+
+
+def _residual_jvp(primals, tangents):
+    control, q_u, qd_u, qdd_u, inputs = primals
+    _, dq_u, dqd_u, dqdd_u, dinputs = tangents
+    u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
+    q, qd, qdd, u = control.full_state(q_u, qd_u, inputs)
+    r, Gq, Gqd, B, cols = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
+    out = generalized_forces(control.linkage, q, qd, u)[u_idx] - r.tau
+    at_u = np.searchsorted(cols, u_idx)
+    terms = [(Gq[:, at_u], dq_u), (Gqd[:, at_u], dqd_u), (-r.M[:, at_u], dqdd_u)]
+    if not is_zero(dinputs):
+        terms.append((jnp.concatenate([Gq[:, k_idx], Gqd[:, k_idx], -r.M[:, k_idx], B], axis=1), dinputs))
+    rest = jvp_of_rest(_residual_plain, primals, tangents, analytic=(1, 2, 3, 4))
+    return out, accumulate(out, terms, rest)
+
+
+_residual = custom_rule("linkage.controlled_residual", _residual_plain, _residual_jvp)
+
+
 def controlled_residual(
     control: JointControl,
     q_u: Float[Array, " n_u"],
@@ -177,7 +217,7 @@ def controlled_residual(
 ) -> Float[Array, " n_u"]:
     """τ_u − ID_u(q, q̇, q̈) (seed 003 eq. (45a)): zero along a motion; Newmark-β's and statics' residual."""
     args = _check("controlled_residual", control, q_u=q_u, qd_u=qd_u, qdd_u=qdd_u, inputs=inputs)
-    return _residual_rows(control, *args, control.unknown)
+    return _residual(control, *args)
 
 
 def controlled_efforts(

@@ -33,6 +33,11 @@ rigid joint's are S_α = its screw axis (δX = (S_α δq)^ X, as for a rod joint
   vanish, so the forward pass carries g and J only, the points their weights and loads, and the backward pass 𝓕^C,
   P^S and E^S: ID(q, 0, 0) and ∂ID/∂q = Sᵀ(P^S + E^S) (+ C29), without 𝓜^C, 𝓝^C, U^S, V^S, W^S.
 
+Fewer rows and columns (:func:`tree_derivatives` with ``rows``, ``columns``; joint control asks for the unknown
+coordinates' alone): each link carries only the columns asked for (all of its own where it has one asked for), and a
+link runs its backward pass only where it or a link on its path from the root has a row asked for (the sums flow
+towards the root and only reach those rows).
+
 More point wrenches that depend on the forward pass (a closed chain's multipliers, :class:`PointWrench`) enter
 between the two passes as the loads do.
 
@@ -230,15 +235,17 @@ def _chart_correction(S: Array, qd: Array, qdd: Array) -> tuple[Array, Array]:
     return -0.5 * ad_v, -0.5 * ad_a + ad_v @ ad_v / 6.0
 
 
-def _embed(X: Array, S: Array) -> Array:
+def _embed(X: Array, S: Array, own: bool = True) -> Array:
     """X + [S 0]: a link's (6, n_l) columns added at its coordinates, the first of those its pass carries
-    (:func:`_group_columns`)."""
-    return add_columns(X, S, 0)
+    (:func:`_group_columns`); X itself when the pass does not carry them (``own`` False: derivatives in other
+    coordinates only, :func:`tree_derivatives`)."""
+    return add_columns(X, S, 0) if own else X
 
 
-def _forward_link(k: Kinematics, jt: LinkJoints) -> tuple[Kinematics, tuple[Array, ...]]:
+def _forward_link(k: Kinematics, jt: LinkJoints, own: bool = True) -> tuple[Kinematics, tuple[Array, ...]]:
     """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26); Q
-    without its gravity term, which the points' weights carry as loads (:func:`_point_quantities`)."""
+    without its gravity term, which the points' weights carry as loads (:func:`_point_quantities`). ``own``: whether
+    the pass carries the link's own columns (:func:`_embed`)."""
     ad = se3.ad
 
     def point(k: Kinematics, j: LinkJoints):
@@ -248,7 +255,7 @@ def _forward_link(k: Kinematics, jt: LinkJoints) -> tuple[Kinematics, tuple[Arra
         R = ad_p @ j.S + j.dS_qd  # (20b)
         Q = ad(etad_p) @ j.S + ad_p @ R + ad_eta @ j.dS_qd + j.dSd_qd + j.dS_qdd  # (20c) without gravity
         Y = R + ad_eta @ j.S + j.Sd  # (26)
-        moved = lambda X, XB: j.Ad_inv @ _embed(XB, X)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
+        moved = lambda X, XB: j.Ad_inv @ _embed(XB, X, own)  # X^B_{α+1} = Ad⁻¹(X_α + X^B_α)
         nxt = Kinematics(
             k.g @ j.step,
             j.Ad_inv @ eta_p,
@@ -261,7 +268,7 @@ def _forward_link(k: Kinematics, jt: LinkJoints) -> tuple[Kinematics, tuple[Arra
         return nxt, (nxt, (R, Q, Y))
 
     def still(k: Kinematics, j: LinkJoints):  # at rest: poses and Jacobians only
-        nxt = Kinematics(k.g @ j.step, None, None, j.Ad_inv @ _embed(k.J, j.S), None, None, None)
+        nxt = Kinematics(k.g @ j.step, None, None, j.Ad_inv @ _embed(k.J, j.S, own), None, None, None)
         return nxt, (nxt, None)
 
     unroll = jt.step.shape[0] == 1  # a rigid joint: no loop
@@ -299,24 +306,26 @@ def _point_quantities(linkage: Linkage, m: PointInertias, k: Kinematics, grav: A
 
 
 def _backward_link(
-    link: Link, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array
+    link: Link, own: bool, jt: LinkJoints, pts: Kinematics, terms: tuple, quantities: Points, ahead: Sums, q: Array
 ) -> tuple[Sums, tuple[Array, ...], Array]:
     """The link's joints in reverse from the sums ``ahead`` of its children; its rows (τ, M, ∂ID/∂q, ∂ID/∂q̇) and the
-    composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`)."""
+    composite wrenches 𝓕^C_α of its joints (a rod's C29 term, :func:`_rod_C29`). ``own``: whether the pass carries
+    the link's own columns (:func:`_embed`)."""
     lie = se3
-    chart = _chart(link, q) if link.exponential or link.quaternion else None
+    chart = _chart(link, q) if own and (link.exponential or link.quaternion) else None
+    embed = functools.partial(_embed, own=own)
 
     def with_chart(dq, FC):  # + C29 of a joint exp(ΦΩ̂) with 𝓩 = Φ constant
         if chart is None:
             return dq
         Phi, Om = chart
-        return _embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi)
+        return embed(dq, Phi.T @ lie.dexpT_jac(Om, FC) @ Phi)
 
     def still(s: Sums, x):  # at rest: (22c), (56), (22g) and the rows (14), (21) of 𝓕^C, P^S, E^S alone
         j, _, _, p = x
         FC = j.coAd @ (p.F + s.FC)
         E = j.coAd @ (p.dF + s.E)
-        P = _embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)
+        P = embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)
         dq = with_chart(j.S.T @ (P + E), FC)
         return Sums(FC, None, None, None, P, None, None, E), ((j.S.T @ FC, None, dq, None), FC)
 
@@ -327,10 +336,10 @@ def _backward_link(
         MC = j.coAd @ (p.M + s.MC) @ j.Ad_inv  # (22e)
         NC = j.coAd @ (p.N + s.NC) @ j.Ad_inv  # (22d)
         # the joint's own columns (the first ones, :func:`_group_columns`) gain its terms
-        W = _embed(j.coAd @ s.W, MC @ j.S)  # (33)
-        U = _embed(j.coAd @ s.U, NC @ R + MC @ Q)
-        P = _embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)  # (22g)
-        V = _embed(j.coAd @ s.V, NC @ j.S + MC @ Y)  # (28c)
+        W = embed(j.coAd @ s.W, MC @ j.S)  # (33)
+        U = embed(j.coAd @ s.U, NC @ R + MC @ Q)
+        P = embed(j.coAd @ s.P, -lie.adbar(FC) @ j.S)  # (22g)
+        V = embed(j.coAd @ s.V, NC @ j.S + MC @ Y)  # (28c)
         ST = j.S.T
         dq = with_chart(ST @ (NC @ k.RB + MC @ k.QB + U + P + E), FC)  # (21), (55)
         rows = (ST @ FC, ST @ (MC @ k.J + W), dq, ST @ (NC @ k.J + MC @ k.YB + V))  # (14), (32), (21), (27)
@@ -351,14 +360,26 @@ def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
 
 
 def tree_derivatives(
-    linkage: Linkage, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+    linkage: Linkage,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nv"],
+    qdd: Float[Array, " nv"],
+    rows: Sequence[int] | None = None,
+    columns: Sequence[int] | None = None,
 ) -> IDDerivatives:
     """ID(q, q̇, q̈), ∂ID/∂q, ∂ID/∂q̇ and M = ∂ID/∂q̈ in one forward and one backward pass over the tree (seed 003
     eqs. (14), (21), (27), (32), (39)–(42); module docstring), for any linkage (the public
     :func:`~jaxse3.linkage.inverse_dynamics_derivatives` runs :mod:`jaxse3.rigid` on rigid-only ones). For spherical
     and free joints ∂/∂q is in the tangent space, q ⊕ δ = q·exp(δ̂) at fixed body velocities (the convention of
-    :mod:`jaxse3.rigid`): nv columns."""
-    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, couplings=())[0]
+    :mod:`jaxse3.rigid`): nv columns.
+
+    ``rows``, ``columns``: only these rows (coordinates of ID) and columns (coordinates differentiated), in the
+    given order (None: all nv), e.g. the unknown coordinates of joint control (:mod:`jaxse3.linkage._control`):
+    τ has ``len(rows)`` entries and the matrices are (len(rows), len(columns)). The passes then carry only the
+    columns asked for, and a link runs its backward pass only where it or a link on its path from the root has a
+    row asked for: a serial robot's prescribed rigid links ahead of a rod carry no columns and run no backward pass.
+    Not for linkages with spherical or free joints in quaternion coordinates."""
+    return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, couplings=(), rows=rows, columns=columns)[0]
 
 
 def tree_derivatives_with_wrenches(
@@ -422,38 +443,56 @@ def _move_columns(x: Array | None, src: np.ndarray, dst: np.ndarray) -> Array | 
 _CARRIED = ("J", "RB", "QB", "YB")
 
 
-def _equal_links(linkage: Linkage, prep: list) -> list[list[int]]:
+def _equal_links(linkage: Linkage, prep: list, flags: list) -> list[list[int]]:
     """The links in groups whose passes run side by side (:func:`side_by_side`), parents first: links on one level
     whose joints, placement, inertias and loads have equal shapes (the six flagella of the flagellated robot, the
     three pillars of the parallel robot, a fin-ray finger's ribs and its last walls), on the schedule with the fewest
     groups (:func:`link_groups`). A joint with a chart (exponential or quaternion coordinates) stays alone: its
-    backward step reads its link."""
+    backward step reads its link. Links of one group have equal ``flags`` (which columns and passes they run)."""
     alone = lambda link: link.exponential or link.quaternion
-    return link_groups(linkage, lambda i: None if alone(linkage.links[i]) else prep[i], fewest=True)
+    groups = link_groups(linkage, lambda i: None if alone(linkage.links[i]) else prep[i], fewest=True)
+    split = lambda g: [[i for i in g if flags[i] == f] for f in dict.fromkeys(flags[i] for i in g)]
+    return [part for g in groups for part in split(g)]
 
 
-def _group_columns(linkage: Linkage, cols: list[np.ndarray], groups: list[list[int]]) -> list[np.ndarray]:
+def _group_columns(
+    linkage: Linkage, cols: list[np.ndarray], groups: list[list[int]], own: list[bool]
+) -> list[np.ndarray]:
     """The columns each link's pass carries, in the order of its group's pass: its own coordinates first (one place
-    for the whole group), the rest of ``cols[i]`` in order, then padding (−1, zero columns) up to the group's widest."""
+    for the whole group) where it carries them (``own[i]``), the rest of ``cols[i]`` in order, then padding (−1, zero
+    columns) up to the group's widest."""
     out = list(cols)
     for g in groups:
         width = max(cols[i].size for i in g)
         for i in g:
             vs = linkage.v_slice(i)
             rest = cols[i][(cols[i] < vs.start) | (cols[i] >= vs.stop)]
-            out[i] = np.concatenate([np.arange(vs.start, vs.stop), rest, -np.ones(width - cols[i].size, int)])
+            first = np.arange(vs.start, vs.stop) if own[i] else np.zeros(0, int)
+            out[i] = np.concatenate([first, rest, -np.ones(width - first.size - rest.size, int)])
     return out
 
 
-def _column_blocks(linkage: Linkage, couplings: Sequence[tuple[int, int | None]] | None) -> list[np.ndarray]:
+def _column_blocks(
+    linkage: Linkage,
+    couplings: Sequence[tuple[int, int | None]] | None,
+    columns: np.ndarray | None = None,
+    backward: Sequence[bool] | None = None,
+) -> list[np.ndarray]:
     """The columns (coordinates) each link's pass carries: those of its path from the root and of its subtree, where
     its J, R^B, Q^B, Y^B (the path's) and its backward sums (the subtree's, transported with the path's) can be
     nonzero (rule 5, eq. (39)), and for each coupling (a, b) with a in its subtree the columns of b's path, which the
     explicit derivative of a wrench at a brings into the sums E^S (:func:`tree_derivatives_with_wrenches`); every
-    coordinate when ``couplings`` is None. A child's columns are a subset of its parent's."""
+    coordinate when ``couplings`` is None. A child's columns are a subset of its parent's. With ``columns`` (the
+    coordinates asked for) only those, and all of a link's own where it has one asked for; with ``backward`` (which
+    links run a backward pass) a link without one carries its path's alone."""
     nv, n = linkage.nv, len(linkage.links)
     if couplings is None:
         return [np.arange(nv) for _ in range(n)]
+    if columns is not None:
+        return [
+            np.asarray(sorted((set(c) & set(columns.tolist())) | _own_asked(linkage, i, columns)), dtype=int)
+            for i, c in enumerate(_column_blocks(linkage, couplings, None, backward))
+        ]
     own = [set(range(linkage.v_slice(i).start, linkage.v_slice(i).stop)) for i in range(n)]
     path = [set() for _ in range(n)]
     for i, parent in enumerate(linkage.parents):  # parents first
@@ -463,19 +502,66 @@ def _column_blocks(linkage: Linkage, couplings: Sequence[tuple[int, int | None]]
         carried[a] |= set() if b is None else path[b]
     for i in reversed(range(n)):  # children first: a subtree's columns and couplings into its parent's
         parent = linkage.parents[i]
-        if parent >= 0:
+        if parent >= 0 and (backward is None or backward[parent]):
             carried[parent] |= carried[i]
     return [np.asarray(sorted(c), dtype=int) for c in carried]
 
 
-def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> tuple[IDDerivatives, Any]:
+def _own_asked(linkage: Linkage, i: int, columns: np.ndarray | None) -> set[int]:
+    """Link i's own coordinates if any of them is among ``columns`` (None: all), else none."""
+    own = set(range(linkage.v_slice(i).start, linkage.v_slice(i).stop))
+    return own if columns is None or own & set(columns.tolist()) else set()
+
+
+def _coordinates(fname: str, linkage: Linkage, name: str, x: Sequence[int]) -> np.ndarray:
+    """``rows`` or ``columns`` of :func:`tree_derivatives` as an integer array, checked: distinct coordinates in
+    0 … nv − 1, given as Python or NumPy integers (static: they shape the passes)."""
+    if isinstance(x, jax.Array):
+        raise TypeError(f"{fname}: {name} must be a sequence of Python or NumPy integers (static), not a JAX array")
+    a = np.asarray(x)
+    if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise ValueError(f"{fname}: {name} must be a 1-D sequence of integer coordinates, got {x!r}")
+    a = a.astype(int)
+    if (a.size and (a.min() < 0 or a.max() >= linkage.nv)) or len(set(a.tolist())) != a.size:
+        raise ValueError(f"{fname}: {name} must be distinct coordinates in 0 … {linkage.nv - 1}, got {a.tolist()}")
+    return a
+
+
+def _passes(linkage: Linkage, rows: np.ndarray | None) -> list[bool]:
+    """Which links run a backward pass for the rows asked for (None: all): those with a row asked for, and every link
+    below one (its backward sums reach that link's rows)."""
+    out = []
+    for i, parent in enumerate(linkage.parents):  # parents first
+        vs = linkage.v_slice(i)
+        asked = rows is None or bool(np.any((rows >= vs.start) & (rows < vs.stop)))
+        out.append(asked or (parent >= 0 and out[parent]))
+    return out
+
+
+def _take(x: Array | None, src: np.ndarray, dst: np.ndarray, axis: int) -> Array | None:
+    """:func:`_move_columns` along ``axis``."""
+    if x is None:
+        return None
+    return jnp.moveaxis(_move_columns(jnp.moveaxis(x, axis, -1), src, dst), -1, axis)
+
+
+def _tree_pass(
+    fname: str, linkage: Linkage, q, qd, qdd, applied, couplings, rows=None, columns=None
+) -> tuple[IDDerivatives, Any]:
     """The pass of :func:`tree_derivatives_with_wrenches` (``applied`` None: no more wrenches); ``qd`` and ``qdd`` None:
-    at rest, without the velocity and acceleration terms; ``couplings``: as there (None: all nv columns)."""
+    at rest, without the velocity and acceleration terms; ``couplings``: as there (None: all nv columns); ``rows``,
+    ``columns``: as :func:`tree_derivatives`'s (``applied`` None)."""
     rest = qd is None
+    nv = linkage.nv
+    rows, columns = (
+        None if x is None else _coordinates(fname, linkage, name, x)
+        for name, x in (("rows", rows), ("columns", columns))
+    )
+    if (rows is not None or columns is not None) and not covered(linkage):
+        raise ValueError(f"{fname}: rows and columns are not supported for spherical or free joints in quaternions")
     args = check_state(fname, linkage, q=q, qd=qd, qdd=qdd)
     q = args["q"]
     dtype = jnp.result_type(q, linkage.gravity.dtype, *(() if rest else (args["qd"], args["qdd"])))
-    nv = linkage.nv
     qd, qdd = (jnp.zeros(nv, dtype), jnp.zeros(nv, dtype)) if rest else (args["qd"], args["qdd"])
     grav = jnp.concatenate([jnp.zeros(3, dtype), linkage.gravity.astype(dtype)])
 
@@ -497,12 +583,18 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
         if link.joint != "soft":  # the joint frame carries nothing (rule 2)
             m, loads = jax.tree.map(lambda a: jnp.concatenate([jnp.zeros_like(a), a]), (m, loads))
         prep.append((jt, place, m, loads))
-    groups = _equal_links(linkage, prep)
-    cols = _group_columns(linkage, _column_blocks(linkage, couplings), groups)
+    backward = _passes(linkage, rows)
+    own = [
+        bool(_own_asked(linkage, i, columns)) or linkage.v_slice(i).stop == linkage.v_slice(i).start
+        for i in range(len(prep))
+    ]
+    groups = _equal_links(linkage, prep, list(zip(own, backward)))
+    cols = _group_columns(linkage, _column_blocks(linkage, couplings, columns, backward), groups, own)
     every = np.arange(nv)
+    asked = every if columns is None else columns
 
-    def forward_link(base, jt, place, m, loads):
-        pts, terms = _forward_link(base.moved(place), jt)
+    def forward_link(own, base, jt, place, m, loads):
+        pts, terms = _forward_link(base.moved(place), jt, own)
         return pts, terms, _point_quantities(linkage, m, pts, grav, loads)
 
     forward = [None] * len(linkage.links)
@@ -517,7 +609,7 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                 bases.append(
                     end._replace(**{f: _move_columns(getattr(end, f), cols[parent], cols[i]) for f in _CARRIED})
                 )
-        outs = side_by_side(forward_link, [(b, *prep[i]) for b, i in zip(bases, g)])
+        outs = side_by_side(functools.partial(forward_link, own[g[0]]), [(b, *prep[i]) for b, i in zip(bases, g)])
         for i, (pts, terms, quantities) in zip(g, outs):
             forward[i] = (prep[i][0], pts, terms, quantities, prep[i][1])
     aux = None
@@ -538,13 +630,16 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
     ahead = [Sums.zero(c.size, dtype, rest) for c in cols]
     wrenches = {}  # a rod's composite wrenches at its joints
     for g in reversed(groups):  # children first
-        backward_link = functools.partial(_backward_link, linkage.links[g[0]])  # (its chart: links of one alone)
+        if not backward[g[0]]:
+            continue
+        backward_link = functools.partial(_backward_link, linkage.links[g[0]], own[g[0]])  # (a chart: links alone)
         args = [(*forward[i][:4], ahead[i], q[linkage.q_slice(i)]) for i in g]
         outs = side_by_side(backward_link, args)
-        for i, (sums, rows, composite) in zip(g, outs):
+        for i, (sums, rows_i, composite) in zip(g, outs):
             wrenches[i] = composite
             quantities, place, parent = forward[i][3], forward[i][4], linkage.parents[i]
-            if parent >= 0:  # the link's sums at its joint frame, with that point's quantities, into the parent's end
+            # the link's sums at its joint frame, with that point's quantities, into the parent's end
+            if parent >= 0 and backward[parent]:
                 p0 = jax.tree.map(lambda a: a[0], quantities)
                 add = lambda a, b: None if a is None else a + b
                 at_joint = sums._replace(
@@ -554,15 +649,21 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
                 widen = lambda x: _move_columns(x, cols[i], cols[parent])  # the child's columns, parent's
                 moved = moved._replace(**{f: widen(getattr(moved, f)) for f in ("U", "P", "V", "W", "E")})
                 ahead[parent] = jax.tree.map(jnp.add, ahead[parent], moved)
-            blocks[i] = [rows[0], *(None if r is None else _move_columns(r, cols[i], every) for r in rows[1:])]
-    C29 = per_rod(linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items()})
+            blocks[i] = [rows_i[0], *(None if r is None else _move_columns(r, cols[i], asked) for r in rows_i[1:])]
+    C29 = per_rod(
+        linkage, _rod_C29, {i: (j.Omega, j.Z, wrenches[i]) for i, j in rods.items() if i in wrenches and own[i]}
+    )
     for i, local in C29.items():  # ∂(S_αᵀ𝓕^C)/∂q at fixed 𝓕^C, in the rod's block
-        blocks[i][2] = add_columns(blocks[i][2], local, linkage.v_slice(i).start)
+        vs = linkage.v_slice(i)
+        blocks[i][2] = blocks[i][2] + _move_columns(local, np.arange(vs.start, vs.stop), asked)
     # the global vector and matrices: the links' rows in the order of their coordinates (eq. (42))
-    order = sorted(range(len(linkage.links)), key=lambda i: linkage.v_slice(i).start)
+    order = sorted(blocks, key=lambda i: linkage.v_slice(i).start)
     tau, Mm, dq, dqd = (
         None if blocks[order[0]][k] is None else jnp.concatenate([blocks[i][k] for i in order]) for k in range(4)
     )
+    if rows is not None:  # the rows asked for, of those the passes formed
+        formed = np.concatenate([np.arange(linkage.v_slice(i).start, linkage.v_slice(i).stop) for i in order])
+        tau, Mm, dq, dqd = (_take(x, formed, rows, 0) for x in (tau, Mm, dq, dqd))
     for i, link in enumerate(linkage.links):  # from the charts' derivatives to the tangent space at fixed ν, ν̇
         if link.quaternion:
             vs = linkage.v_slice(i)
@@ -574,6 +675,6 @@ def _tree_pass(fname: str, linkage: Linkage, q, qd, qdd, applied, couplings) -> 
             dq = dq.at[vs, vs].add(0.5 * S.T @ se3.adbar(S @ tau[vs]) @ S)
     if rest:
         return IDDerivatives(tau, dq, None, None), aux
-    arm = linkage.armature.astype(dtype)
-    Mm = Mm + jnp.diag(arm)
-    return IDDerivatives(tau + arm * qdd, dq, dqd, Mm), aux
+    arm, at = linkage.armature.astype(dtype), every if rows is None else rows  # (the rows asked for)
+    tau = tau + _move_columns(arm * qdd, every, at)
+    return IDDerivatives(tau, dq, dqd, Mm + _take(_move_columns(jnp.diag(arm), every, asked), every, at, 0)), aux

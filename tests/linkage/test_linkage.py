@@ -326,6 +326,45 @@ def test_each_link_of_the_derivative_pass_carries_its_path_and_subtree_columns()
     assert all(list(c) == list(range(13)) for c in _column_blocks(HYBRID, None))
 
 
+@pytest.mark.parametrize(
+    "rows, columns",
+    [
+        ((7, 3, 2, 4, 5, 6, 8), (9, 10, 2, 3, 4, 5, 6, 7, 0)),  # the arm and finger (no backward pass ahead of them)
+        ((9, 10, 11, 12), (1, 9, 11)),  # the branch's rows; a column of the elbow, part of the branch's own
+        (None, (8, 0)),
+        ((0, 12), None),
+    ],
+)
+def test_derivative_pass_on_some_rows_and_columns_equals_the_full_one(rows, columns):
+    """tree_derivatives(rows=…, columns=…), whose passes skip the columns and backward passes these do not need, equals
+    the full matrices' rows and columns in the order asked for (armature included)."""
+    q, v, a = _random_state(HYBRID, 6)
+    full = _tree_derivatives_jit(q, v, a)
+    got = jax.jit(lambda *x: lk.tree_derivatives(HYBRID, *x, rows=rows, columns=columns))(q, v, a)
+    r, c = (
+        np.arange(13) if rows is None else np.asarray(rows),
+        np.arange(13) if columns is None else np.asarray(columns),
+    )
+    np.testing.assert_allclose(got.tau, full.tau[r], rtol=1e-13, atol=1e-13)
+    for x, want in zip(got[1:], full[1:]):
+        np.testing.assert_allclose(x, want[r][:, c], rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+_tree_derivatives_jit = jax.jit(lambda *x: lk.tree_derivatives(HYBRID, *x))
+
+
+def test_derivative_pass_rejects_bad_rows_and_columns():
+    q, v, a = _random_state(HYBRID, 6)
+    with pytest.raises(ValueError, match=r"rows must be distinct coordinates in 0 … 12"):
+        lk.tree_derivatives(HYBRID, q, v, a, rows=(0, 13))
+    with pytest.raises(ValueError, match=r"columns must be distinct coordinates"):
+        lk.tree_derivatives(HYBRID, q, v, a, columns=(2, 2))
+    with pytest.raises(ValueError, match=r"columns must be a 1-D sequence of integer"):
+        lk.tree_derivatives(HYBRID, q, v, a, columns=(0.5,))
+    with pytest.raises(TypeError, match=r"rows must be a sequence of Python or NumPy integers"):
+        lk.tree_derivatives(HYBRID, q, v, a, rows=jnp.arange(3))
+
+
 def test_hybrid_forward_dynamics_jacobians_match_central_differences():
     """∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u (eqs. (7), (9)) against central differences of the forward dynamics, and jax.jacfwd of
     the public FD runs them."""

@@ -193,21 +193,31 @@ def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_ene
     np.testing.assert_allclose(energy - energy[0], work, atol=1e-4 * scale)
 
 
-def test_controlled_forward_dynamics_jacobians_match_autodiff_and_central_differences():
-    """Eq. (44) (the rule) against autodiff of the plain reduced dynamics and central differences."""
-    from jaxse3.linkage._control import _fd_plain
+@pytest.mark.parametrize("name", ["controlled_forward_dynamics", "controlled_residual"])
+def test_controlled_jacobians_match_autodiff_and_central_differences(name):
+    """The rules of eq. (44) and of the residual (45a) against autodiff of the plain functions and central
+    differences: with respect to the state and the inputs together (the derivative pass forms every column), and to
+    the state alone (the pass forms the unknown coordinates' columns only: the same numbers)."""
+    from jaxse3.linkage._control import _fd_plain, _residual_plain
 
     control = lk.JointControl(PENDULUM, ("link",))
-    k = jax.random.split(jax.random.PRNGKey(7), 3)
+    k = jax.random.split(jax.random.PRNGKey(7), 4)
     q_u, qd_u = 0.3 * jax.random.normal(k[0], (6,)), jax.random.normal(k[1], (6,))
     inputs = jax.random.normal(k[2], (3,))
-    fd = jax.jit(lambda *a: lk.controlled_forward_dynamics(control, *a))
-    got = jax.jit(jax.jacfwd(fd, argnums=(0, 1, 2)))(q_u, qd_u, inputs)
-    plain = jax.jit(jax.jacfwd(lambda *a: _fd_plain(control, *a), argnums=(0, 1, 2)))(q_u, qd_u, inputs)
-    h = 1e-3  # five-point stencil: the stiff rod's large accelerations carry rounding that a small step amplifies
     args = (q_u, qd_u, inputs)
+    if name == "controlled_residual":
+        args = (q_u, qd_u, 10.0 * jax.random.normal(k[3], (6,)), inputs)
+    rule, plain_fn = getattr(lk, name), {"controlled_forward_dynamics": _fd_plain}.get(name, _residual_plain)
+    fd = jax.jit(lambda *a: rule(control, *a))
+    every = tuple(range(len(args)))
+    got = jax.jit(jax.jacfwd(fd, argnums=every))(*args)
+    state_only = jax.jit(jax.jacfwd(fd, argnums=every[:-1]))(*args)
+    plain = jax.jit(jax.jacfwd(lambda *a: plain_fn(control, *a), argnums=every))(*args)
+    h = 1e-3  # five-point stencil: the stiff rod's large accelerations carry rounding that a small step amplifies
     for i, (g, p) in enumerate(zip(got, plain)):
         np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12 * np.abs(p).max())
+        if i < len(state_only):
+            np.testing.assert_allclose(state_only[i], g, rtol=1e-12, atol=1e-14 * np.abs(g).max())
         f = lambda x: fd(*[x if j == i else a for j, a in enumerate(args)])
         x = args[i]
         stencil = lambda e: (8 * (f(x + h * e) - f(x - h * e)) - (f(x + 2 * h * e) - f(x - 2 * h * e))) / (12 * h)
