@@ -190,6 +190,37 @@ def _residual_plain(control: JointControl, q_u, qd_u, qdd_u, inputs) -> Array:
     return _residual_rows(control, q_u, qd_u, qdd_u, inputs, control.unknown)
 
 
+def _rest_plain(control: JointControl, q_u, inputs) -> Array:
+    q, _, _, u = control.full_state(q_u, jnp.zeros_like(q_u), inputs)
+    linkage, zero = control.linkage, jnp.zeros_like(q)
+    return (generalized_forces(linkage, q, zero, u) - inverse_dynamics(linkage, q, zero, zero))[
+        np.asarray(control.unknown)
+    ]
+
+
+def _rest_jvp(primals, tangents):
+    control, q_u, inputs = primals
+    _, dq_u, dinputs = tangents
+    linkage, u_idx, k_idx = control.linkage, np.asarray(control.unknown, int), np.asarray(control.known, int)
+    q, _, _, u = control.full_state(q_u, jnp.zeros_like(q_u), inputs)
+    cols = np.arange(linkage.nv) if not is_zero(dinputs) else u_idx
+    r = tree_derivatives(linkage, q, None, None, rows=control.unknown, columns=tuple(cols.tolist()))
+    zero = jnp.zeros(linkage.nv, q.dtype)
+    Tq, _, Tu = generalized_forces_derivatives(linkage, q, zero, u)
+    out = generalized_forces(linkage, q, zero, u)[u_idx] - r.tau
+    G = Tq[u_idx][:, cols] - r.dq
+    terms = [(G[:, np.searchsorted(cols, u_idx)], dq_u)]
+    if not is_zero(dinputs):  # q_k moves; the prescribed rates and accelerations do not enter at rest
+        nk, B = len(k_idx), Tu[u_idx][:, np.asarray(control.known_inputs, int)]
+        rates = jnp.zeros((len(u_idx), 2 * nk), q.dtype)
+        terms.append((jnp.concatenate([G[:, k_idx], rates, B], axis=1), dinputs))
+    rest = jvp_of_rest(_rest_plain, primals, tangents, analytic=(1, 2))
+    return out, accumulate(out, terms, rest)
+
+
+_rest = custom_rule("linkage.controlled_residual_at_rest", _rest_plain, _rest_jvp)
+
+
 def _residual_jvp(primals, tangents):
     control, q_u, qd_u, qdd_u, inputs = primals
     _, dq_u, dqd_u, dqdd_u, dinputs = tangents
@@ -211,11 +242,17 @@ _residual = custom_rule("linkage.controlled_residual", _residual_plain, _residua
 def controlled_residual(
     control: JointControl,
     q_u: Float[Array, " n_u"],
-    qd_u: Float[Array, " n_u"],
-    qdd_u: Float[Array, " n_u"],
+    qd_u: Float[Array, " n_u"] | None,
+    qdd_u: Float[Array, " n_u"] | None,
     inputs: Float[Array, " n_in"],
 ) -> Float[Array, " n_u"]:
-    """τ_u − ID_u(q, q̇, q̈) (seed 003 eq. (45a)): zero along a motion; Newmark-β's and statics' residual."""
+    """τ_u − ID_u(q, q̇, q̈) (seed 003 eq. (45a)): zero along a motion; Newmark-β's and statics' residual.
+
+    ``qd_u = qdd_u = None``: at rest, τ_u(q, 0, u) − ID_u(q, 0, 0), every rate and acceleration zero (the inputs'
+    prescribed ones are not read): statics, whose rule runs the derivative pass at rest."""
+    if qd_u is None and qdd_u is None:
+        q_u, inputs = _check("controlled_residual", control, q_u=q_u, inputs=inputs)
+        return _rest(control, q_u, inputs)
     args = _check("controlled_residual", control, q_u=q_u, qd_u=qd_u, qdd_u=qdd_u, inputs=inputs)
     return _residual(control, *args)
 

@@ -362,8 +362,8 @@ def _rod_C29(rod: Rod, Om: Array, Z: Array, FC: Array) -> Array:
 def tree_derivatives(
     linkage: Linkage,
     q: Float[Array, " nq"],
-    qd: Float[Array, " nv"],
-    qdd: Float[Array, " nv"],
+    qd: Float[Array, " nv"] | None,
+    qdd: Float[Array, " nv"] | None,
     rows: Sequence[int] | None = None,
     columns: Sequence[int] | None = None,
 ) -> IDDerivatives:
@@ -378,7 +378,10 @@ def tree_derivatives(
     τ has ``len(rows)`` entries and the matrices are (len(rows), len(columns)). The passes then carry only the
     columns asked for, and a link runs its backward pass only where it or a link on its path from the root has a
     row asked for: a serial robot's prescribed rigid links ahead of a rod carry no columns and run no backward pass.
-    Not for linkages with spherical or free joints in quaternion coordinates."""
+    Not for linkages with spherical or free joints in quaternion coordinates.
+
+    ``qd = qdd = None``: at rest (q̇ = q̈ = 0, statics), a pass of poses, Jacobians and composite wrenches only
+    (:func:`tree_derivatives_with_wrenches`'s): ID(q, 0, 0) and ∂ID/∂q, with ``dqd`` and ``M`` None."""
     return _tree_pass("tree_derivatives", linkage, q, qd, qdd, None, couplings=(), rows=rows, columns=columns)[0]
 
 

@@ -301,13 +301,12 @@ def _controlled_residual(control, q, qd, qdd, inputs):
 
 
 def _controlled_rest_residual(control, q, inputs):
-    """:func:`_controlled_residual` at rest (q̇ = q̈ = 0, the prescribed rates and accelerations too): the linkage's
-    residual at rest (:func:`_linkage_rest_residual`, the derivative pass at rest) at q with the prescribed q_k(t) on
-    the unknown rows, q_k(t) − q_k on the prescribed ones."""
+    """:func:`_controlled_residual` at rest (q̇ = q̈ = 0, the prescribed rates and accelerations too): the controlled
+    residual at rest (:func:`jaxse3.linkage.controlled_residual` with q̇_u = q̈_u = None, the derivative pass at rest on
+    the unknown coordinates) on the unknown rows, q_k(t) − q_k on the prescribed ones."""
     u, k, nk = _split(control)
-    q_full, _, _, u_linkage = control.full_state(q[u], jnp.zeros_like(q[u]), inputs)
-    r = _linkage_rest_residual(control.linkage, q_full, u_linkage)
-    return r.at[k].set(inputs[:nk] - q[k])
+    r_u = linkages.controlled_residual(control, q[u], None, None, inputs)
+    return jnp.zeros_like(r_u, shape=q.shape).at[u].set(r_u).at[k].set(inputs[:nk] - q[k])
 
 
 def _controlled_points(control, q):

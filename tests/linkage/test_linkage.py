@@ -337,7 +337,7 @@ def test_each_link_of_the_derivative_pass_carries_its_path_and_subtree_columns()
 )
 def test_derivative_pass_on_some_rows_and_columns_equals_the_full_one(rows, columns):
     """tree_derivatives(rows=…, columns=…), whose passes skip the columns and backward passes these do not need, equals
-    the full matrices' rows and columns in the order asked for (armature included)."""
+    the full matrices' rows and columns in the order asked for (armature included), in motion and at rest."""
     q, v, a = _random_state(HYBRID, 6)
     full = _tree_derivatives_jit(q, v, a)
     got = jax.jit(lambda *x: lk.tree_derivatives(HYBRID, *x, rows=rows, columns=columns))(q, v, a)
@@ -348,6 +348,11 @@ def test_derivative_pass_on_some_rows_and_columns_equals_the_full_one(rows, colu
     np.testing.assert_allclose(got.tau, full.tau[r], rtol=1e-13, atol=1e-13)
     for x, want in zip(got[1:], full[1:]):
         np.testing.assert_allclose(x, want[r][:, c], rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    at_rest = jax.jit(lambda q: lk.tree_derivatives(HYBRID, q, None, None, rows=rows, columns=columns))(q)
+    full = _tree_derivatives_jit(q, jnp.zeros_like(v), jnp.zeros_like(a))
+    assert at_rest.dqd is None and at_rest.M is None
+    np.testing.assert_allclose(at_rest.tau, full.tau[r], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(at_rest.dq, full.dq[r][:, c], rtol=1e-12, atol=1e-12 * np.abs(full.dq).max())
 
 
 _tree_derivatives_jit = jax.jit(lambda *x: lk.tree_derivatives(HYBRID, *x))

@@ -193,12 +193,12 @@ def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_ene
     np.testing.assert_allclose(energy - energy[0], work, atol=1e-4 * scale)
 
 
-@pytest.mark.parametrize("name", ["controlled_forward_dynamics", "controlled_residual"])
+@pytest.mark.parametrize("name", ["controlled_forward_dynamics", "controlled_residual", "at rest"])
 def test_controlled_jacobians_match_autodiff_and_central_differences(name):
-    """The rules of eq. (44) and of the residual (45a) against autodiff of the plain functions and central
-    differences: with respect to the state and the inputs together (the derivative pass forms every column), and to
-    the state alone (the pass forms the unknown coordinates' columns only: the same numbers)."""
-    from jaxse3.linkage._control import _fd_plain, _residual_plain
+    """The rules of eq. (44) and of the residual (45a), in motion and at rest, against autodiff of the plain functions
+    and central differences: with respect to the state and the inputs together (the derivative pass forms every
+    column), and to the state alone (the pass forms the unknown coordinates' columns only: the same numbers)."""
+    from jaxse3.linkage._control import _fd_plain, _residual_plain, _rest_plain
 
     control = lk.JointControl(PENDULUM, ("link",))
     k = jax.random.split(jax.random.PRNGKey(7), 4)
@@ -207,7 +207,10 @@ def test_controlled_jacobians_match_autodiff_and_central_differences(name):
     args = (q_u, qd_u, inputs)
     if name == "controlled_residual":
         args = (q_u, qd_u, 10.0 * jax.random.normal(k[3], (6,)), inputs)
-    rule, plain_fn = getattr(lk, name), {"controlled_forward_dynamics": _fd_plain}.get(name, _residual_plain)
+    rule, plain_fn = getattr(lk, name, None), {"controlled_forward_dynamics": _fd_plain}.get(name, _residual_plain)
+    if name == "at rest":
+        args, plain_fn = (q_u, inputs), _rest_plain
+        rule = lambda control, q_u, inputs: lk.controlled_residual(control, q_u, None, None, inputs)
     fd = jax.jit(lambda *a: rule(control, *a))
     every = tuple(range(len(args)))
     got = jax.jit(jax.jacfwd(fd, argnums=every))(*args)
