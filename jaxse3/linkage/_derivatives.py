@@ -72,6 +72,7 @@ from jax.typing import DTypeLike
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, se3
+from jaxse3.lie.shapes import matmul_blocks
 from jaxse3.linkage._dynamics import (
     add_columns,
     applied_wrenches,
@@ -242,16 +243,6 @@ def _embed(X: Array, S: Array, own: bool = True) -> Array:
     return add_columns(X, S, 0) if own else X
 
 
-def _products(A: Array, *Xs: Array) -> list[Array]:
-    """[A @ X for X in Xs] as one product of A with the Xs' columns side by side (a vector as one column): one kernel
-    where there would be len(Xs), for the passes' products of one operator with several column blocks (a stack of
-    four 6 × 6 by 6 × 20 products in a scan of 6 joints: 11.1 µs as four products, 5.0 µs as one)."""
-    cols = [x[:, None] if x.ndim == 1 else x for x in Xs]
-    out = A @ jnp.concatenate(cols, axis=1)
-    parts = jnp.split(out, np.cumsum([c.shape[1] for c in cols])[:-1].tolist(), axis=1)
-    return [part[:, 0] if x.ndim == 1 else part for part, x in zip(parts, Xs)]
-
-
 def _forward_link(k: Kinematics, jt: LinkJoints, own: bool = True) -> tuple[Kinematics, tuple[Array, ...]]:
     """The points of a link from its joint frame's kinematics ``k``, and the joint terms (R, Q, Y) (20b, 20c, 26); Q
     without its gravity term, which the points' weights carry as loads (:func:`_point_quantities`). ``own``: whether
@@ -261,14 +252,14 @@ def _forward_link(k: Kinematics, jt: LinkJoints, own: bool = True) -> tuple[Kine
     def point(k: Kinematics, j: LinkJoints):
         eta_p = k.eta + j.S_qd  # η_α⁺
         ad_eta, ad_p = ad(k.eta), ad(eta_p)
-        eta_S, eta_dS, eta_v = _products(ad_eta, j.S, j.dS_qd, j.S_qd)
+        eta_S, eta_dS, eta_v = matmul_blocks(ad_eta, j.S, j.dS_qd, j.S_qd)
         etad_p = k.etad + j.S_acc + eta_v  # η̇_α⁺
         R = ad_p @ j.S + j.dS_qd  # (20b)
         Q = ad(etad_p) @ j.S + ad_p @ R + eta_dS + j.dSd_qd + j.dS_qdd  # (20c) without gravity
         Y = R + eta_S + j.Sd  # (26)
         # X^B_{α+1} = Ad⁻¹(X_α + X^B_α), the twists by Ad⁻¹ too
         XB = [_embed(XB, X, own) for X, XB in ((j.S, k.J), (R, k.RB), (Q, k.QB), (Y, k.YB))]
-        eta, etad, *moved = _products(j.Ad_inv, eta_p, etad_p, *XB)
+        eta, etad, *moved = matmul_blocks(j.Ad_inv, eta_p, etad_p, *XB)
         nxt = Kinematics(k.g @ j.step, eta, etad, *moved)
         return nxt, (nxt, (R, Q, Y))
 
@@ -328,25 +319,25 @@ def _backward_link(
 
     def still(s: Sums, x):  # at rest: (22c), (56), (22g) and the rows (14), (21) of 𝓕^C, P^S, E^S alone
         j, _, _, p = x
-        FC, E, P = _products(j.coAd, p.F + s.FC, p.dF + s.E, s.P)
+        FC, E, P = matmul_blocks(j.coAd, p.F + s.FC, p.dF + s.E, s.P)
         P = embed(P, -lie.adbar(FC) @ j.S)
-        tau, dq = _products(j.S.T, FC, P + E)
+        tau, dq = matmul_blocks(j.S.T, FC, P + E)
         return Sums(FC, None, None, None, P, None, None, E), ((tau, None, with_chart(dq, FC), None), FC)
 
     def step(s: Sums, x):
         j, k, (R, Q, Y), p = x  # joint α, point α (its kinematics and B sums), its terms, point α + 1
         # (22c), (56), (22e), (22d), and the transported sums of (33), the U term, (22g), (28c)
-        FC, E, MC, NC, U, P, V, W = _products(j.coAd, p.F + s.FC, p.dF + s.E, p.M + s.MC, p.N + s.NC, *s[3:7])
+        FC, E, MC, NC, U, P, V, W = matmul_blocks(j.coAd, p.F + s.FC, p.dF + s.E, p.M + s.MC, p.N + s.NC, *s[3:7])
         MC, NC = jnp.split(jnp.concatenate([MC, NC]) @ j.Ad_inv, 2)  # one product for both
-        M_S, M_Q, M_Y, M_J, M_QB, M_YB = _products(MC, j.S, Q, Y, k.J, k.QB, k.YB)
-        N_R, N_S, N_RB, N_J = _products(NC, R, j.S, k.RB, k.J)
+        M_S, M_Q, M_Y, M_J, M_QB, M_YB = matmul_blocks(MC, j.S, Q, Y, k.J, k.QB, k.YB)
+        N_R, N_S, N_RB, N_J = matmul_blocks(NC, R, j.S, k.RB, k.J)
         # the joint's own columns (the first ones, :func:`_group_columns`) gain its terms
         W = embed(W, M_S)  # (33)
         U = embed(U, N_R + M_Q)
         P = embed(P, -lie.adbar(FC) @ j.S)  # (22g)
         V = embed(V, N_S + M_Y)  # (28c)
         # (14), (32), (21) with (55), (27)
-        tau, M_rows, dq, dqd = _products(j.S.T, FC, M_J + W, N_RB + M_QB + U + P + E, N_J + M_YB + V)
+        tau, M_rows, dq, dqd = matmul_blocks(j.S.T, FC, M_J + W, N_RB + M_QB + U + P + E, N_J + M_YB + V)
         return Sums(FC, MC, NC, U, P, V, W, E), ((tau, M_rows, with_chart(dq, FC), dqd), FC)
 
     start_pts = jax.tree.map(lambda a: a[:-1], pts)
