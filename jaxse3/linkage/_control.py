@@ -131,20 +131,23 @@ def _fd_plain(control: JointControl, q_u, qd_u, inputs):
 
 
 def _rows_u(control: JointControl, q, qd, qdd, u, inputs_move: bool) -> tuple:
-    """The rows u of eq. (44)'s derivatives at the full (q, q̇, q̈): (M_u, G_q, G_q̇, B), M_u = ∂ID_u/∂q̈,
-    G = ∂τ_u/∂(·) − ∂ID_u/∂(·), B = ∂τ_u/∂u_known, in the columns u (all nv columns when ``inputs_move``: the
-    prescribed joints' columns enter through the inputs), and those columns. The derivative pass forms only these rows
-    and columns (:func:`~jaxse3.linkage.tree_derivatives`): prescribed rigid links ahead of the rods carry none."""
+    """The rows u of eq. (44)'s derivatives at the full (q, q̇, q̈): ID's (τ_u, ∂ID_u/∂q, ∂ID_u/∂q̇, M_u = ∂ID_u/∂q̈),
+    G_q, G_q̇ with G = ∂τ_u/∂(·) − ∂ID_u/∂(·), and B = ∂τ_u/∂u_known, in the columns u (all nv columns when
+    ``inputs_move``: the prescribed joints' columns enter through the inputs), and those columns. The derivative pass
+    forms only these rows and columns (:func:`~jaxse3.linkage.tree_derivatives`): prescribed rigid links ahead of the
+    rods carry none. ``qd = qdd = None``: at rest (the pass at rest; ∂ID/∂q̇, M and G_q̇ None)."""
     linkage, u_idx = control.linkage, np.asarray(control.unknown, int)
     cols = np.arange(linkage.nv) if inputs_move else u_idx
+    zero = jnp.zeros(linkage.nv, q.dtype)
     if linkage.rigid_obstacle is None:  # jaxse3.rigid's IDSVA, then the rows and columns
-        r = inverse_dynamics_derivatives(linkage, q, qd, qdd)
-        r = type(r)(r.tau[u_idx], *(x[u_idx][:, cols] for x in r[1:]))
+        r = inverse_dynamics_derivatives(linkage, q, *((zero, zero) if qd is None else (qd, qdd)))
+        r = type(r)(r.tau[u_idx], *(None if qd is None and i else x[u_idx][:, cols] for i, x in enumerate(r[1:])))
     else:
         r = tree_derivatives(linkage, q, qd, qdd, rows=control.unknown, columns=tuple(cols.tolist()))
-    Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
+    Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, zero if qd is None else qd, u)
     B = Tu[u_idx][:, np.asarray(control.known_inputs, int)]
-    return r, Tq[u_idx][:, cols] - r.dq, Tqd[u_idx][:, cols] - r.dqd, B, cols
+    Gqd = None if qd is None else Tqd[u_idx][:, cols] - r.dqd
+    return r, Tq[u_idx][:, cols] - r.dq, Gqd, B, cols
 
 
 def _fd_jvp(primals, tangents):
@@ -201,18 +204,13 @@ def _rest_plain(control: JointControl, q_u, inputs) -> Array:
 def _rest_jvp(primals, tangents):
     control, q_u, inputs = primals
     _, dq_u, dinputs = tangents
-    linkage, u_idx, k_idx = control.linkage, np.asarray(control.unknown, int), np.asarray(control.known, int)
+    u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
     q, _, _, u = control.full_state(q_u, jnp.zeros_like(q_u), inputs)
-    cols = np.arange(linkage.nv) if not is_zero(dinputs) else u_idx
-    r = tree_derivatives(linkage, q, None, None, rows=control.unknown, columns=tuple(cols.tolist()))
-    zero = jnp.zeros(linkage.nv, q.dtype)
-    Tq, _, Tu = generalized_forces_derivatives(linkage, q, zero, u)
-    out = generalized_forces(linkage, q, zero, u)[u_idx] - r.tau
-    G = Tq[u_idx][:, cols] - r.dq
+    r, G, _, B, cols = _rows_u(control, q, None, None, u, not is_zero(dinputs))
+    out = generalized_forces(control.linkage, q, jnp.zeros_like(q), u)[u_idx] - r.tau
     terms = [(G[:, np.searchsorted(cols, u_idx)], dq_u)]
     if not is_zero(dinputs):  # q_k moves; the prescribed rates and accelerations do not enter at rest
-        nk, B = len(k_idx), Tu[u_idx][:, np.asarray(control.known_inputs, int)]
-        rates = jnp.zeros((len(u_idx), 2 * nk), q.dtype)
+        rates = jnp.zeros((len(u_idx), 2 * len(k_idx)), q.dtype)
         terms.append((jnp.concatenate([G[:, k_idx], rates, B], axis=1), dinputs))
     rest = jvp_of_rest(_rest_plain, primals, tangents, analytic=(1, 2))
     return out, accumulate(out, terms, rest)

@@ -193,20 +193,36 @@ def test_a_driven_joint_follows_its_prescription_and_its_effort_supplies_the_ene
     np.testing.assert_allclose(energy - energy[0], work, atol=1e-4 * scale)
 
 
+def _rigid_arm():
+    """Three rigid revolute links (a linkage that runs on jaxse3.rigid), the middle one prescribed below."""
+    body = rigid.spatial_inertia(0.4, (0.1, 0.0, 0.0), 2e-3 * np.eye(3))
+    place = se3.from_rotation_translation(jnp.eye(3), jnp.array([0.2, 0.0, 0.0]))
+    links = [lk.Link.rigid("a", None, "revolute", body, axis=Y)]
+    links += [lk.Link.rigid(n, p, "revolute", body, place, (0, 0, 1, 0, 0, 0)) for n, p in (("b", "a"), ("c", "b"))]
+    return lk.Linkage(links)
+
+
+#: (linkage, prescribed link) of the joint-control rule tests: a hybrid one, and one that jaxse3.rigid runs
+CONTROLS = {"pendulum": (PENDULUM, "link"), "rigid arm": (_rigid_arm(), "b")}
+
+
+@pytest.mark.parametrize("model", CONTROLS)
 @pytest.mark.parametrize("name", ["controlled_forward_dynamics", "controlled_residual", "at rest"])
-def test_controlled_jacobians_match_autodiff_and_central_differences(name):
+def test_controlled_jacobians_match_autodiff_and_central_differences(name, model):
     """The rules of eq. (44) and of the residual (45a), in motion and at rest, against autodiff of the plain functions
     and central differences: with respect to the state and the inputs together (the derivative pass forms every
     column), and to the state alone (the pass forms the unknown coordinates' columns only: the same numbers)."""
     from jaxse3.linkage._control import _fd_plain, _residual_plain, _rest_plain
 
-    control = lk.JointControl(PENDULUM, ("link",))
+    control = lk.JointControl(*CONTROLS[model])
+    assert (control.linkage.rigid_obstacle is None) == (model == "rigid arm")
+    n = control.n_unknown
     k = jax.random.split(jax.random.PRNGKey(7), 4)
-    q_u, qd_u = 0.3 * jax.random.normal(k[0], (6,)), jax.random.normal(k[1], (6,))
-    inputs = jax.random.normal(k[2], (3,))
+    q_u, qd_u = 0.3 * jax.random.normal(k[0], (n,)), jax.random.normal(k[1], (n,))
+    inputs = jax.random.normal(k[2], (control.n_inputs,))
     args = (q_u, qd_u, inputs)
     if name == "controlled_residual":
-        args = (q_u, qd_u, 10.0 * jax.random.normal(k[3], (6,)), inputs)
+        args = (q_u, qd_u, 10.0 * jax.random.normal(k[3], (n,)), inputs)
     rule, plain_fn = getattr(lk, name, None), {"controlled_forward_dynamics": _fd_plain}.get(name, _residual_plain)
     if name == "at rest":
         args, plain_fn = (q_u, inputs), _rest_plain
