@@ -133,9 +133,10 @@ def _fd_plain(control: JointControl, q_u, qd_u, inputs):
 def _rows_u(control: JointControl, q, qd, qdd, u, inputs_move: bool) -> tuple:
     """The rows u of eq. (44)'s derivatives at the full (q, q̇, q̈): ID's (τ_u, ∂ID_u/∂q, ∂ID_u/∂q̇, M_u = ∂ID_u/∂q̈),
     G_q, G_q̇ with G = ∂τ_u/∂(·) − ∂ID_u/∂(·), and B = ∂τ_u/∂u_known, in the columns u (all nv columns when
-    ``inputs_move``: the prescribed joints' columns enter through the inputs), and those columns. The derivative pass
-    forms only these rows and columns (:func:`~jaxse3.linkage.tree_derivatives`): prescribed rigid links ahead of the
-    rods carry none. ``qd = qdd = None``: at rest (the pass at rest; ∂ID/∂q̇, M and G_q̇ None)."""
+    ``inputs_move``: the prescribed joints' columns enter through the inputs), and the unknown coordinates' places
+    among those columns. The derivative pass forms only these rows and columns
+    (:func:`~jaxse3.linkage.tree_derivatives`): prescribed rigid links ahead of the rods carry none.
+    ``qd = qdd = None``: at rest (the pass at rest; ∂ID/∂q̇, M and G_q̇ None)."""
     linkage, u_idx = control.linkage, np.asarray(control.unknown, int)
     cols = np.arange(linkage.nv) if inputs_move else u_idx
     zero = jnp.zeros(linkage.nv, q.dtype)
@@ -147,7 +148,7 @@ def _rows_u(control: JointControl, q, qd, qdd, u, inputs_move: bool) -> tuple:
     Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, zero if qd is None else qd, u)
     B = Tu[u_idx][:, np.asarray(control.known_inputs, int)]
     Gqd = None if qd is None else Tqd[u_idx][:, cols] - r.dqd
-    return r, Tq[u_idx][:, cols] - r.dq, Gqd, B, cols
+    return r, Tq[u_idx][:, cols] - r.dq, Gqd, B, np.searchsorted(cols, u_idx)
 
 
 def _fd_jvp(primals, tangents):
@@ -156,8 +157,7 @@ def _fd_jvp(primals, tangents):
     u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
     qdd_u = _fd_plain(control, q_u, qd_u, inputs)
     q, qd, qdd, u = control.full_state(q_u, qd_u, inputs)
-    r, Gq, Gqd, B, cols = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
-    at_u = np.searchsorted(cols, u_idx)  # the unknown coordinates among the columns
+    r, Gq, Gqd, B, at_u = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
     chol = jax.scipy.linalg.cho_factor(r.M[:, at_u])
     solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
     Gq, Gqd = solve(Gq), solve(Gqd)  # eq. (44)
@@ -206,9 +206,9 @@ def _rest_jvp(primals, tangents):
     _, dq_u, dinputs = tangents
     u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
     q, _, _, u = control.full_state(q_u, jnp.zeros_like(q_u), inputs)
-    r, G, _, B, cols = _rows_u(control, q, None, None, u, not is_zero(dinputs))
+    r, G, _, B, at_u = _rows_u(control, q, None, None, u, not is_zero(dinputs))
     out = generalized_forces(control.linkage, q, jnp.zeros_like(q), u)[u_idx] - r.tau
-    terms = [(G[:, np.searchsorted(cols, u_idx)], dq_u)]
+    terms = [(G[:, at_u], dq_u)]
     if not is_zero(dinputs):  # q_k moves; the prescribed rates and accelerations do not enter at rest
         rates = jnp.zeros((len(u_idx), 2 * len(k_idx)), q.dtype)
         terms.append((jnp.concatenate([G[:, k_idx], rates, B], axis=1), dinputs))
@@ -224,9 +224,8 @@ def _residual_jvp(primals, tangents):
     _, dq_u, dqd_u, dqdd_u, dinputs = tangents
     u_idx, k_idx = np.asarray(control.unknown, int), np.asarray(control.known, int)
     q, qd, qdd, u = control.full_state(q_u, qd_u, inputs)
-    r, Gq, Gqd, B, cols = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
+    r, Gq, Gqd, B, at_u = _rows_u(control, q, qd, qdd.at[u_idx].set(qdd_u), u, not is_zero(dinputs))
     out = generalized_forces(control.linkage, q, qd, u)[u_idx] - r.tau
-    at_u = np.searchsorted(cols, u_idx)
     terms = [(Gq[:, at_u], dq_u), (Gqd[:, at_u], dqd_u), (-r.M[:, at_u], dqdd_u)]
     if not is_zero(dinputs):
         terms.append((jnp.concatenate([Gq[:, k_idx], Gqd[:, k_idx], -r.M[:, k_idx], B], axis=1), dinputs))

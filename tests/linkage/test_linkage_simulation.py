@@ -211,7 +211,8 @@ CONTROLS = {"pendulum": (PENDULUM, "link"), "rigid arm": (_rigid_arm(), "b")}
 def test_controlled_jacobians_match_autodiff_and_central_differences(name, model):
     """The rules of eq. (44) and of the residual (45a), in motion and at rest, against autodiff of the plain functions
     and central differences: with respect to the state and the inputs together (the derivative pass forms every
-    column), and to the state alone (the pass forms the unknown coordinates' columns only: the same numbers)."""
+    column), and to the state alone (the pass forms the unknown coordinates' columns only: the same numbers); at random
+    states and at the straight rest state."""
     from jaxse3.linkage._control import _fd_plain, _residual_plain, _rest_plain
 
     control = lk.JointControl(*CONTROLS[model])
@@ -229,9 +230,17 @@ def test_controlled_jacobians_match_autodiff_and_central_differences(name, model
         rule = lambda control, q_u, inputs: lk.controlled_residual(control, q_u, None, None, inputs)
     fd = jax.jit(lambda *a: rule(control, *a))
     every = tuple(range(len(args)))
-    got = jax.jit(jax.jacfwd(fd, argnums=every))(*args)
-    state_only = jax.jit(jax.jacfwd(fd, argnums=every[:-1]))(*args)
-    plain = jax.jit(jax.jacfwd(lambda *a: plain_fn(control, *a), argnums=every))(*args)
+    rule_jac = jax.jit(jax.jacfwd(fd, argnums=every))
+    state_jac = jax.jit(jax.jacfwd(fd, argnums=every[:-1]))
+    plain_jac = jax.jit(jax.jacfwd(lambda *a: plain_fn(control, *a), argnums=every))
+    # the straight rod at rest with the prescribed joint at zero: finite, and the same numbers as autodiff
+    zero = [jnp.zeros_like(a) for a in args]
+    for g, s, p in zip(rule_jac(*zero), (*state_jac(*zero), None), plain_jac(*zero)):
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12 * max(np.abs(p).max(), 1.0))
+        if s is not None:
+            np.testing.assert_allclose(s, g, rtol=1e-12, atol=1e-14 * max(np.abs(g).max(), 1.0))
+    got, state_only, plain = rule_jac(*args), state_jac(*args), plain_jac(*args)
     h = 1e-3  # five-point stencil: the stiff rod's large accelerations carry rounding that a small step amplifies
     for i, (g, p) in enumerate(zip(got, plain)):
         np.testing.assert_allclose(g, p, rtol=1e-10, atol=1e-12 * np.abs(p).max())
