@@ -31,6 +31,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from jaxse3 import se3, so3
@@ -143,26 +144,53 @@ def _spatial_poses(rod: Rod, q: Float[Array, " n_dof"], Om: Float[Array, "n_j 6"
 #: round-off, ~2ε/x², is below 1e−14 there)
 _PSI_SERIES = 0.5
 _PSI_TERMS = 16
-_PSI_COEFFICIENTS = [[1.0 / (math.factorial(n) * (n + j + 1)) for n in range(_PSI_TERMS)] for j in range(3)]
+#: the series' real and imaginary parts as polynomials in x²: Re ψ_j = Σ_k c_{2k} x^{2k}, Im ψ_j = x Σ_k c_{2k+1} x^{2k}
+#: with c_n = (−1)^{⌊n/2⌋} / (n! (n + j + 1)), since (ix)ⁿ is (−1)^{⌊n/2⌋} xⁿ, times i for odd n
+_PSI_COEFFICIENTS = [
+    [(-1) ** (n // 2) / (math.factorial(n) * (n + j + 1)) for n in range(_PSI_TERMS)] for j in range(3)
+]
 
 
 def _psi(x: Array) -> tuple[Array, Array, Array]:
     """ψ_j(x) = ∫₀¹ tʲ e^{ixt} dt for j = 0, 1, 2 (complex): ψ₀ = (e^{ix} − 1)/(ix), ψ_j = (e^{ix} − j ψ_{j−1})/(ix),
-    and Σ_n (ix)ⁿ/(n! (n + j + 1)) near x = 0, where the recurrence cancels."""
+    and Σ_n (ix)ⁿ/(n! (n + j + 1)) near x = 0, where the recurrence cancels. Evaluated in real arithmetic (cos x,
+    sin x; the series' even and odd terms as polynomials in x²): complex Horner steps and divisions cost several
+    times more."""
     small = jnp.abs(x) < _PSI_SERIES
-    y = 1j * jnp.where(small, x, 0.0)
+    xs = jnp.where(small, x, 0.0)
+    u = xs * xs
     series = []
     for c in _PSI_COEFFICIENTS:
-        acc = jnp.zeros_like(y)
-        for cn in reversed(c):
-            acc = acc * y + cn
-        series.append(acc)
-    iy = 1j * jnp.where(small, 1.0, x)
-    e = jnp.exp(iy)
-    p0 = (e - 1.0) / iy
-    p1 = (e - p0) / iy
-    p2 = (e - 2.0 * p1) / iy
-    return tuple(jnp.where(small, t, c) for t, c in zip(series, (p0, p1, p2)))
+        re, im = jnp.zeros_like(u), jnp.zeros_like(u)
+        for k in reversed(range(_PSI_TERMS // 2)):
+            re, im = re * u + c[2 * k], im * u + c[2 * k + 1]
+        series.append((re, xs * im))
+    xl = jnp.where(small, 1.0, x)
+    cos, sin = jnp.cos(xl), jnp.sin(xl)
+    r0, i0 = sin / xl, (1.0 - cos) / xl  # (e^{ix} − 1)/(ix)
+    r1, i1 = (sin - i0) / xl, (r0 - cos) / xl  # (e^{ix} − ψ₀)/(ix)
+    r2, i2 = (sin - 2.0 * i1) / xl, (2.0 * r1 - cos) / xl  # (e^{ix} − 2ψ₁)/(ix)
+    return tuple(
+        jax.lax.complex(jnp.where(small, sr, r), jnp.where(small, si, i))
+        for (sr, si), (r, i) in zip(series, ((r0, i0), (r1, i1), (r2, i2)))
+    )
+
+
+def _run_rows(rod: Rod) -> np.ndarray:
+    """Where each coordinate enters the closed form over the runs: (k, n) row indices into ∂U/∂(κ, σ_x, σ_y) — slot
+    s ∈ {κ, σ_x, σ_y} of run r at row s·n_runs + r — for the k runs of the basis segment that carries coordinate j.
+    On runs Φ is a PiecewiseConstantBasis's selection (one 1 per coordinate and run of its segment), so Φᵀ∇U and
+    Φᵀ∇²U Φ are gathers and sums, not products of (3 n_runs, n) matrices (fused into the Hessian's elements, such a
+    product evaluates each element once per term of the contraction)."""
+    basis = rod.basis
+    n_runs = (rod.n_points - 1) // rod.strain_run
+    k = n_runs // basis.n_segments
+    rows = np.empty((k, basis.n_dof), dtype=np.int32)
+    for j in range(basis.n_dof):
+        segment, c = divmod(j, len(basis.components))
+        slot = se2.PLANE.index(basis.components[c])
+        rows[:, j] = slot * n_runs + segment * k + np.arange(k)
+    return rows
 
 
 def _planar_runs(
@@ -202,9 +230,10 @@ def _planar_runs(
     ab = a[0] - 1j * a[1]
     re = lambda z: jnp.real(ab * z)
     grad = jnp.concatenate([-re(E1 * sigma) - L * re(1j * W), -re(E0), -re(1j * E0)])  # ∂U/∂(κ, σ_x, σ_y)
-    P = jnp.concatenate([Phi[:, 0], Phi[:, 1], Phi[:, 2]])  # (3R, n), in the order of grad
+    rows = _run_rows(rod)
+    tau = jnp.sum(grad[rows], axis=0)  # Φᵀ∇U
     if not jacobian:
-        return P.T @ grad, None
+        return tau, None
     n_runs = L.shape[0]
     earlier = jnp.tril(jnp.ones((n_runs, n_runs), q.dtype), -1)  # [r, r'] = 1 where r' < r
     Lb = L[None, :]  # L_r' along the columns
@@ -214,7 +243,7 @@ def _planar_runs(
     k_k = jnp.diag(L**2 * re(W) - re(E2 * sigma)) + k_k + k_k.T
     zero = jnp.zeros((n_runs, n_runs), q.dtype)
     H = jnp.block([[k_k, k_sx.T, k_sy.T], [k_sx, zero, zero], [k_sy, zero, zero]])
-    return P.T @ grad, P.T @ H @ P
+    return tau, jnp.sum(H[rows[:, None, :, None], rows[None, :, None, :]], axis=(0, 1))  # Φᵀ∇²UΦ
 
 
 def gravity_at_rest(

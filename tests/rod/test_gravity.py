@@ -29,11 +29,16 @@ _recursion = jax.jit(jax.vmap(lambda rod, q: R.rnea(rod, q, None, None, level="a
 def _rods():
     pcs_planar, legendre_planar = _planar_rods()
     precurved = _rod(R.PiecewiseConstantBasis(2), n_gauss=2, xi_star=(0.1, -0.3, 2.0, 1.0, 0.05, 0.0))
+    # two runs per basis segment and two of the three planar strains: coordinates that enter several runs' rows
+    pcs_subdivided = _rod(
+        R.PiecewiseConstantBasis(2, ("elongation", "bend_z")), n_gauss=2, n_segments=4, xi_star=(0, 0, 1.5, 1.1, 0.1, 0)
+    )
     return {
         "legendre order 4": small_rod(4),
         "legendre order 2": small_rod(2),
         "pcs runs": precurved,
         "planar pcs": pcs_planar,
+        "planar pcs, two runs per segment": pcs_subdivided,
         "planar legendre": legendre_planar,
     }
 
