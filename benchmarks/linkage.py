@@ -50,7 +50,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import fmt_time, jacobian_by_columns, time_group, timed  # noqa: E402
+from _timing import fmt_time, in_a_loop, jacobian_by_columns, time_group, timed  # noqa: E402
 
 from jaxse3 import linkage as lk, rigid  # noqa: E402
 from jaxse3.sim import (  # noqa: E402
@@ -192,9 +192,15 @@ def parallel_statics(n, n_fd, seed=0):
     )
 
 
+#: evaluations per program of the "in a compiled loop" rows of :func:`jacobian_table`
+LOOPED = 20
+
+
 def jacobian_table(title, fd, plain, q, qd):
     """∂FD/∂(q, q̇) of ``fd`` (the rules) against forward differences (vectorised and column by column) and autodiff of
-    ``plain`` (if given)."""
+    ``plain`` (if given), each a program of its own; then the rules and the column loop again, :data:`LOOPED` times
+    inside one program each (:func:`_timing.in_a_loop`): per evaluation without the fixed cost of a launch, as in a
+    solver's loop. Ratios are to the analytic row of the same kind."""
     cases = {
         "analytic (custom_jvp)": lambda q, qd: jax.jacfwd(fd, argnums=(0, 1))(q, qd),
         "finite differences (ε=1e-6)": lambda q, qd: jax.jacfwd(finite_difference(fd), argnums=(0, 1))(q, qd),
@@ -202,13 +208,19 @@ def jacobian_table(title, fd, plain, q, qd):
     }
     if plain is not None:
         cases["autodiff through the recursion"] = lambda q, qd: jax.jacfwd(plain, argnums=(0, 1))(q, qd)
+    n_launched = len(cases)
+    cases["analytic, in a compiled loop"] = in_a_loop(cases["analytic (custom_jvp)"], LOOPED)
+    cases["FD column by column, in a loop"] = in_a_loop(cases["FD column by column"], LOOPED)
     tms = time_group([(f, (q, qd)) for f in cases.values()], repeats=7)
+    for tm in tms[n_launched:]:
+        tm.samples = [s / LOOPED for s in tm.samples]
     ref = tms[0].out
     print(f"\n[{title}] Jacobians ({q.shape[0]} coordinates)")
     print(f"{'method':32s} {'time':>10s} {'ratio':>7s} {'rel err dq':>11s} {'rel err dqd':>12s} {'compile':>8s}")
-    for (label, _), tm in zip(cases.items(), tms):
+    for k, ((label, _), tm) in enumerate(zip(cases.items(), tms)):
+        base = tms[0 if k < n_launched else n_launched]
         print(
-            f"{label:32s} {fmt_time(tm.median_s):>10s} {tm.median_s / tms[0].median_s:7.1f} "
+            f"{label:32s} {fmt_time(tm.median_s):>10s} {tm.median_s / base.median_s:7.1f} "
             f"{_rel(tm.out[0], ref[0]):11.1e} {_rel(tm.out[1], ref[1]):12.1e} {tm.compile_s:7.1f}s"
         )
 
