@@ -19,10 +19,10 @@ sum over joints or points is a cumulative sum: no recursion over the joints is l
 where rotations commute; one step per run of constant strain otherwise), so the rest residual of statics costs a few
 fused array operations instead of two passes over the joints. A planar rod on runs of constant strain (a
 PiecewiseConstantBasis) goes further: ID at rest is the gradient of its points' potential, which has a closed form
-over the runs (:func:`_planar_runs`), and the Jacobian its Hessian, written out in the 3 strains of each run — half
-the time of the sums on the two-segment rod of ``benchmarks/rod_peers.py`` (value and Jacobian 16.7 → 8.8 µs, value
-4.0 µs against 6.8, one core, 2026-12-02). The recursions of :func:`jaxse3.rod.rnea` at rest are the oracle in the
-tests.
+over the runs (:func:`_planar_runs`), and the Jacobian its Hessian, written out in the 3 strains of each run. On the
+two-segment rod of ``benchmarks/rod_peers.py`` value and Jacobian took 16.7 µs by the sums, 8.8 µs in closed form
+(one core, 2026-12-02), and 1.5 µs once the basis's selection is gathered instead of multiplied (2026-12-05). The
+recursions of :func:`jaxse3.rod.rnea` at rest are the oracle in the tests.
 """
 
 from __future__ import annotations
