@@ -8,8 +8,10 @@ directory, or ``0`` for none) and lowers batched LU/Cholesky/triangular solves o
 path, which can deadlock (``JAXSE3_BATCHED_LINALG=0`` to keep it), lowers products of small matrices on CPU as
 arithmetic that XLA fuses instead of a kernel each (``JAXSE3_SMALL_PRODUCTS=0`` to keep the kernels), and turns
 XLA:CPU's MLIR fusion emitters off (30–45 % less compile time, no slower; ``JAXSE3_XLA_DEFAULTS=1`` to keep them),
-and makes ``"highest"`` JAX's default matrix-product precision (float32 products on GPUs otherwise run in TF32, through
-which Newton iterations do not converge; ``JAX_DEFAULT_MATMUL_PRECISION`` to choose); see :mod:`jaxse3._runtime`.
+makes ``"highest"`` JAX's default matrix-product precision (float32 products on GPUs otherwise run in TF32, through
+which Newton iterations do not converge; ``JAX_DEFAULT_MATMUL_PRECISION`` to choose), and on Linux with glibc keeps
+freed memory in the process for the next program instead of mapping fresh pages at every call (``JAXSE3_MALLOC=0`` to
+leave malloc alone); see :mod:`jaxse3._runtime`.
 :func:`clear_caches` drops every program compiled so far (JAX's and jaxse3's own), for long jobs;
 :func:`set_compile_mode` trades run time for compile time in short, interactive runs (``"fast"``: about half the
 compile time, two to three times the run time; :mod:`jaxse3._compile`).

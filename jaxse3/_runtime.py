@@ -1,6 +1,7 @@
 """Process-wide JAX settings that ``import jaxse3`` applies: the persistent compilation cache, batched linear algebra
 on CPU that cannot deadlock (:mod:`jaxse3._batched_linalg`), small matrix products on CPU as fused arithmetic
-(:mod:`jaxse3._small_products`), and float32 matrix products in full float32 precision on GPUs.
+(:mod:`jaxse3._small_products`), float32 matrix products in full float32 precision on GPUs, and a C heap that keeps
+freed memory for the next program (glibc).
 
 **Compilation cache.** Compiled programs are written to ``$JAXSE3_CACHE`` (default: ``$XDG_CACHE_HOME/jaxse3``, i.e.
 ``~/.cache/jaxse3``), so a second run of the same model skips XLA compilation. ``JAXSE3_CACHE=0`` (or an empty value)
@@ -22,6 +23,19 @@ small matrices is lowered as elementwise arithmetic that XLA fuses (:mod:`jaxse3
 Newmark-β step of the CDM failed, and Kvaerno5's step size collapsed (``benchmarks/README.md``, "CDM rods on a GPU").
 Float64 products are unaffected. ``JAX_DEFAULT_MATMUL_PRECISION=default`` brings TF32 back.
 
+**Freed memory kept (Linux, glibc).** XLA:CPU takes each program's temporary buffers from the C heap at every call
+and frees them after it. glibc serves a request above its mmap threshold (128 KiB, adapting up to 32 MiB) by a fresh
+``mmap`` and returns it at ``free``, and trims the heap's free top beyond 128 KiB, so a program with large buffers —
+a batch under ``vmap`` — has the kernel zero and map those pages again at every call: a vmapped derivative pass over
+1000 planar rods ran at 28–34 µs per state instead of 16–17 µs (one core of the development machine, a virtual
+machine whose page faults are dear; ``benchmarks/README.md``, "Freed memory kept"). ``import jaxse3`` therefore
+sets glibc's ``M_MMAP_THRESHOLD`` to 1 GiB (32 MiB where glibc refuses more) and ``M_TOP_PAD`` to 256 MiB
+(:data:`MALLOC_OPTIONS`): requests up to that size come from the heap, and up to 256 MiB of freed memory stays with
+the process for the next call instead of going back to the system. The process's resident memory then stays near its
+peak. ``JAXSE3_MALLOC=0`` leaves the C library alone, as does a malloc setting of the user's own
+(``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_TRIM_THRESHOLD_``, or ``glibc.malloc`` in
+``GLIBC_TUNABLES``); other C libraries are left alone.
+
 **XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, two options are added to ``XLA_FLAGS``
 (:data:`XLA_CPU_FLAGS`): ``--xla_cpu_use_fusion_emitters=false`` (XLA:CPU's earlier loop emitters instead of its MLIR
 fusion emitters: on jaxse3's programs it cuts XLA's compile time by 30–45 % and runs as fast or faster;
@@ -37,8 +51,11 @@ know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import re
+import sys
 from importlib import metadata
 
 import jax
@@ -46,7 +63,7 @@ import jax
 from jaxse3._batched_linalg import install as _install_batched_linalg
 from jaxse3._small_products import install as _install_small_products
 
-__all__ = ["cache_dir", "configure", "LOWERINGS"]
+__all__ = ["cache_dir", "configure", "LOWERINGS", "MALLOC_OPTIONS"]
 
 #: the lowerings :func:`configure` installed ("batched linalg", "small products"): they shape the programs jaxse3
 #: exports to its cache, so they are part of the cache's key (:mod:`jaxse3._compile`)
@@ -95,9 +112,33 @@ def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
         os.environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
 
 
+#: glibc's ``mallopt`` parameters (``<malloc.h>``) and what :func:`_keep_freed_memory` sets them to, in order; a
+#: parameter with several values takes the first that glibc accepts
+_M_TOP_PAD, _M_MMAP_THRESHOLD = -2, -3
+MALLOC_OPTIONS = ((_M_MMAP_THRESHOLD, (1 << 30, 32 << 20)), (_M_TOP_PAD, (256 << 20,)))
+#: the environment variables by which a user chooses glibc's malloc settings (module docstring)
+_USER_MALLOC = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_")
+
+
+def _keep_freed_memory() -> bool:
+    """Set :data:`MALLOC_OPTIONS` with glibc's ``mallopt`` (module docstring); False where it does not apply (not
+    glibc, ``JAXSE3_MALLOC=0``, the user's own malloc settings) or glibc refused."""
+    if _off("JAXSE3_MALLOC") or sys.platform != "linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    if any(name in os.environ for name in _USER_MALLOC) or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - a glibc without mallopt
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return all(any(mallopt(param, value) == 1 for value in values) for param, values in MALLOC_OPTIONS)
+
+
 def configure() -> None:
     """Apply the settings (idempotent). Called once by ``import jaxse3``."""
     _set_xla_flags()  # before anything starts JAX's backend, which reads XLA_FLAGS once
+    _keep_freed_memory()
     for name, switch, install in (
         ("batched linalg", "JAXSE3_BATCHED_LINALG", _install_batched_linalg),
         ("small products", "JAXSE3_SMALL_PRODUCTS", _install_small_products),
