@@ -112,9 +112,9 @@ def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
         os.environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
 
 
-#: glibc's ``mallopt`` parameters (``<malloc.h>``) and what :func:`_keep_freed_memory` sets them to, in order; a
-#: parameter with several values takes the first that glibc accepts
-_M_TOP_PAD, _M_MMAP_THRESHOLD = -2, -3
+_M_TOP_PAD, _M_MMAP_THRESHOLD = -2, -3  # glibc's mallopt parameters (<malloc.h>)
+#: what :func:`_keep_freed_memory` sets glibc's malloc parameters to, in order; a parameter with several values takes
+#: the first that glibc accepts
 MALLOC_OPTIONS = ((_M_MMAP_THRESHOLD, (1 << 30, 32 << 20)), (_M_TOP_PAD, (256 << 20,)))
 #: the environment variables by which a user chooses glibc's malloc settings (module docstring)
 _USER_MALLOC = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_")
