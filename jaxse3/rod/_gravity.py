@@ -179,9 +179,9 @@ def _psi(x: Array) -> tuple[Array, Array, Array]:
 def _run_rows(rod: Rod) -> np.ndarray:
     """Where each coordinate enters the closed form over the runs: (k, n) row indices into ∂U/∂(κ, σ_x, σ_y) — slot
     s ∈ {κ, σ_x, σ_y} of run r at row s·n_runs + r — for the k runs of the basis segment that carries coordinate j.
-    On runs Φ is a PiecewiseConstantBasis's selection (one 1 per coordinate and run of its segment), so Φᵀ∇U and
-    Φᵀ∇²U Φ are gathers and sums, not products of (3 n_runs, n) matrices (fused into the Hessian's elements, such a
-    product evaluates each element once per term of the contraction)."""
+    On runs Φ is a PiecewiseConstantBasis's selection (one 1 per coordinate and run of its segment), so Φq is a
+    scatter and Φᵀ∇U, Φᵀ∇²UΦ are gathers and sums, not products of (3 n_runs, n) matrices (fused into the Hessian's
+    elements, such a product evaluates each element once per term of the contraction)."""
     basis = rod.basis
     n_runs = (rod.n_points - 1) // rod.strain_run
     k = n_runs // basis.n_segments
@@ -209,9 +209,10 @@ def _planar_runs(
     with ā = a_x − i a_y and M_{>r} the mass of the later runs; ID(q, 0, 0) = ∂U/∂q and its Jacobian ∂²U/∂q², by the
     chain rule through ξ = Φq + ξ*. In ξ: ∂w_r/∂σ_r is linear, ∂w_r/∂κ_r' = iL_r' w_r (r' < r), and ∂/∂κ_r takes
     f′ = i s² ψ₁(sκ) and f″ = −s³ ψ₂(sκ) (f = s ψ₀(sκ), :func:`_psi`)."""
-    m = rod.strain_run
-    Phi = rod.Phi_c[::m, 0][:, _PLANE]  # (R, 3, n): κ, σ_x, σ_y of each run
-    xi = Phi @ q + rod.xi_star_c[::m, 0][:, _PLANE].astype(q.dtype)
+    m, rows = rod.strain_run, _run_rows(rod)
+    n_runs = (rod.n_points - 1) // m
+    Phi_q = jnp.zeros(3 * n_runs, q.dtype).at[rows].set(jnp.broadcast_to(q, rows.shape))  # Φq, slot by slot
+    xi = Phi_q.reshape(3, n_runs).T + rod.xi_star_c[::m, 0][:, _PLANE].astype(q.dtype)  # (R, 3): κ, σ_x, σ_y
     kappa, sigma = xi[:, 0], xi[:, 1] + 1j * xi[:, 2]
     s = _run_scales(rod).astype(q.dtype)  # (R, m): each point's offset from its run's anchor
     L = s[:, -1]
@@ -230,11 +231,9 @@ def _planar_runs(
     ab = a[0] - 1j * a[1]
     re = lambda z: jnp.real(ab * z)
     grad = jnp.concatenate([-re(E1 * sigma) - L * re(1j * W), -re(E0), -re(1j * E0)])  # ∂U/∂(κ, σ_x, σ_y)
-    rows = _run_rows(rod)
     tau = jnp.sum(grad[rows], axis=0)  # Φᵀ∇U
     if not jacobian:
         return tau, None
-    n_runs = L.shape[0]
     earlier = jnp.tril(jnp.ones((n_runs, n_runs), q.dtype), -1)  # [r, r'] = 1 where r' < r
     Lb = L[None, :]  # L_r' along the columns
     k_sx = jnp.diag(-re(E1)) - earlier * re(1j * Lb * E0[:, None])  # ∂²U/∂σ_x,r ∂κ_r'
