@@ -842,12 +842,13 @@ def _run(
         if axes is None and bad.any():
             k = int(np.argmax(bad))
             raise ValueError(f"{who}: inputs are non-finite at t = {float(ts[k]):g} s: u = {u_host[k]}")
-        _SEGMENT.compiled(system, inputs, axes, carry, windows[0], rtol, atol, cfg)  # before the bar appears
+        # compiled before the bar appears; every segment has the same signature, so one lookup serves them all
+        run = _SEGMENT.compiled(system, inputs, axes, carry, windows[0], rtol, atol, cfg)
         outs = [[np.asarray(x)[None] for x in (q0, qd0, points0)]]
         bar = _progress_bar(progress, float(t_final))
         try:
             for w in windows:
-                carry, out = _SEGMENT(system, inputs, axes, carry, w, rtol, atol, cfg)
+                carry, out = run(system, inputs, axes, carry, w, rtol, atol, cfg)
                 outs.append([np.asarray(x) for x in out])
                 if bar is not None:
                     bar.update(float(w[-1] - w[0]))
