@@ -36,17 +36,21 @@ peak. ``JAXSE3_MALLOC=0`` leaves the C library alone, as does a malloc setting o
 (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_TRIM_THRESHOLD_``, or ``glibc.malloc`` in
 ``GLIBC_TUNABLES``); other C libraries are left alone.
 
-**XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, two options are added to ``XLA_FLAGS``
+**XLA's CPU code generator.** Unless ``XLA_FLAGS`` already names them, three options are added to ``XLA_FLAGS``
 (:data:`XLA_CPU_FLAGS`): ``--xla_cpu_use_fusion_emitters=false`` (XLA:CPU's earlier loop emitters instead of its MLIR
 fusion emitters: on jaxse3's programs it cuts XLA's compile time by 30–45 % and runs as fast or faster;
-``benchmarks/README.md``, "XLA's CPU fusion emitters") and ``--xla_cpu_multi_thread_eigen=false`` (XLA's matrix
+``benchmarks/README.md``, "XLA's CPU fusion emitters"), ``--xla_cpu_multi_thread_eigen=false`` (XLA's matrix
 products run on the calling thread instead of being handed to the intra-op thread pool one by one: a stack of twelve
 4×4 float64 products costs 0.4 instead of 3.0 µs, seven 6×6 ones 0.5 instead of 2.6 µs; large products then use one
 thread, and results change at round-off, as the products sum in another order; "Matrix products on the calling
-thread"). They reach every program of the process when jaxse3 is imported before JAX starts its backend (before the
-first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected. Only jaxlib versions
-whose XLA knows the options get them (:data:`XLA_CPU_FLAG_JAXLIB`): XLA aborts the process on an option it does not
-know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first).
+thread") and ``--xla_cpu_experimental_ynn_fusion_type=`` (no matrix product handed to the YNNPACK library, which
+XLA:CPU does by default for products too large for its fused arithmetic: for the few-by-24 products of a rod each
+call's set-up outweighs the arithmetic — the CDM's analytic FD Jacobian 154 → 111 µs, the hybrid serial robot's
+161 → 134 µs; "Matrix products without YNNPACK"). They reach every program of the process when jaxse3 is imported
+before JAX starts its backend (before the first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU
+backends are unaffected. Each option goes only to the jaxlib versions whose XLA knows it (:data:`XLA_CPU_FLAGS`):
+XLA aborts the process on an option it does not know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first, 0.8.0 on
+the third).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ import jax
 from jaxse3._batched_linalg import install as _install_batched_linalg
 from jaxse3._small_products import install as _install_small_products
 
-__all__ = ["cache_dir", "configure", "LOWERINGS", "MALLOC_OPTIONS"]
+__all__ = ["cache_dir", "configure", "LOWERINGS", "MALLOC_OPTIONS", "XLA_CPU_FLAGS", "xla_cpu_flags"]
 
 #: the lowerings :func:`configure` installed ("batched linalg", "small products"): they shape the programs jaxse3
 #: exports to its cache, so they are part of the cache's key (:mod:`jaxse3._compile`)
@@ -85,11 +89,15 @@ def cache_dir() -> str | None:
     return path
 
 
-#: the XLA options jaxse3 sets unless the user named them (module docstring)
-XLA_CPU_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_multi_thread_eigen=false")
-#: the jaxlib versions [first, last) whose XLA knows :data:`XLA_CPU_FLAGS` (seen: 0.5.3, 0.6.2, 0.8.0, 0.10.2 take the
-#: fusion-emitter option, 0.4.38, 0.5.0 and 0.11.2 abort on it; the Eigen option is older than all of them)
-XLA_CPU_FLAG_JAXLIB = ((0, 5, 3), (0, 11, 0))
+#: the XLA options jaxse3 sets unless the user named them (module docstring), each with the jaxlib versions
+#: [first, last) whose XLA knows it: 0.5.3, 0.6.2, 0.8.0, 0.10.2 take the fusion-emitter option, 0.4.38, 0.5.0 and
+#: 0.11.2 abort on it; the Eigen option is older than all of them; the YNNPACK option is in the binaries of 0.8.1,
+#: 0.8.2, 0.9.0, 0.9.1, 0.10.0 and 0.10.2, not in 0.8.0's
+XLA_CPU_FLAGS: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
+    ("--xla_cpu_use_fusion_emitters=false", (0, 5, 3), (0, 11, 0)),
+    ("--xla_cpu_multi_thread_eigen=false", (0, 5, 3), (0, 11, 0)),
+    ("--xla_cpu_experimental_ynn_fusion_type=", (0, 8, 1), (0, 11, 0)),
+)
 
 
 def _jaxlib_version(version: str | None = None) -> tuple[int, ...]:
@@ -101,13 +109,17 @@ def _jaxlib_version(version: str | None = None) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
+def xla_cpu_flags(jaxlib: tuple[int, ...] | None = None) -> list[str]:
+    """The options of :data:`XLA_CPU_FLAGS` that ``jaxlib`` (default: the installed version) knows."""
+    version = _jaxlib_version() if jaxlib is None else jaxlib
+    return [flag for flag, first, last in XLA_CPU_FLAGS if version and first <= version < last]
+
+
 def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
-    xla_defaults = os.environ.get("JAXSE3_XLA_DEFAULTS", "0").strip().lower() not in ("", "0", "false", "no", "off")
-    first, last = XLA_CPU_FLAG_JAXLIB
-    if xla_defaults or not first <= (_jaxlib_version() if jaxlib is None else jaxlib) < last:
+    if os.environ.get("JAXSE3_XLA_DEFAULTS", "0").strip().lower() not in ("", "0", "false", "no", "off"):
         return
     current = os.environ.get("XLA_FLAGS", "")
-    added = [flag for flag in XLA_CPU_FLAGS if flag.split("=")[0].lstrip("-") not in current]
+    added = [flag for flag in xla_cpu_flags(jaxlib) if flag.split("=")[0].lstrip("-") not in current]
     if added:
         os.environ["XLA_FLAGS"] = " ".join([current, *added]).strip()
 

@@ -215,20 +215,17 @@ def test_xla_cpu_flag_is_set_unless_the_user_chose():
     run = lambda **extra: subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**env, **extra}
     ).stdout.strip()
-    from jaxse3._runtime import XLA_CPU_FLAG_JAXLIB, _jaxlib_version
+    from jaxse3._runtime import xla_cpu_flags
 
-    first, last = XLA_CPU_FLAG_JAXLIB
-    if not first <= _jaxlib_version() < last:
+    flags = xla_cpu_flags()
+    if not flags:
         assert run() == "None False"
         return
-    ours = "--xla_cpu_use_fusion_emitters=false --xla_cpu_multi_thread_eigen=false"
+    ours = " ".join(flags)
     assert run() == f"'{ours}' False"  # set, and in time
-    assert run(XLA_FLAGS="--xla_cpu_use_fusion_emitters=true") == (
-        "'--xla_cpu_use_fusion_emitters=true --xla_cpu_multi_thread_eigen=false' False"
-    )
-    assert run(XLA_FLAGS="--xla_cpu_multi_thread_eigen=true") == (
-        "'--xla_cpu_multi_thread_eigen=true --xla_cpu_use_fusion_emitters=false' False"
-    )
+    for flag in flags:  # the user's own value of an option is kept, the others are added after it
+        mine = flag.split("=")[0] + "=mine"
+        assert run(XLA_FLAGS=mine) == repr(" ".join([mine, *(f for f in flags if f != flag)])) + " False"
     assert run(XLA_FLAGS="--xla_force_host_platform_device_count=2") == (
         f"'--xla_force_host_platform_device_count=2 {ours}' False"
     )
@@ -237,17 +234,28 @@ def test_xla_cpu_flag_is_set_unless_the_user_chose():
 
 @pytest.mark.parametrize(
     "jaxlib, expected",
-    [((0, 4, 38), False), ((0, 5, 0), False), ((0, 5, 3), True), ((0, 10, 2), True), ((0, 11, 2), False), ((), False)],
+    [
+        ((0, 4, 38), 0),
+        ((0, 5, 0), 0),
+        ((0, 5, 3), 2),
+        ((0, 8, 0), 2),
+        ((0, 8, 1), 3),
+        ((0, 10, 2), 3),
+        ((0, 11, 2), 0),
+        ((), 0),
+    ],
 )
-def test_xla_cpu_flag_only_for_jaxlibs_that_know_it(monkeypatch, jaxlib, expected):
-    """XLA aborts the process on an option it does not know: jaxlib 0.4.38, 0.5.0 and 0.11.2 do on this one, so
-    only the versions seen to take it get it (an unreadable version gets nothing)."""
+def test_xla_cpu_flags_only_for_jaxlibs_that_know_them(monkeypatch, jaxlib, expected):
+    """XLA aborts the process on an option it does not know: jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the
+    fusion-emitter option, 0.8.0 on the YNNPACK one, so each goes only to the versions seen to take it (an unreadable
+    version gets none)."""
     from jaxse3 import _runtime
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.delenv("JAXSE3_XLA_DEFAULTS", raising=False)
     _runtime._set_xla_flags(jaxlib)
-    assert (os.environ.get("XLA_FLAGS") == " ".join(_runtime.XLA_CPU_FLAGS)) is expected
+    flags = [flag for flag, *_ in _runtime.XLA_CPU_FLAGS][:expected]
+    assert os.environ.get("XLA_FLAGS") == (" ".join(flags) if flags else None)
 
 
 def test_jaxlib_versions_are_read_from_their_leading_numbers():
