@@ -7,7 +7,8 @@ Importing jaxse3 turns on JAX's persistent compilation cache in ``~/.cache/jaxse
 directory, or ``0`` for none) and lowers batched LU/Cholesky/triangular solves on CPU without jaxlib's LAPACK batch
 path, which can deadlock (``JAXSE3_BATCHED_LINALG=0`` to keep it), lowers products of small matrices on CPU as
 arithmetic that XLA fuses instead of a kernel each (``JAXSE3_SMALL_PRODUCTS=0`` to keep the kernels), and turns
-XLA:CPU's MLIR fusion emitters off (30–45 % less compile time, no slower; ``JAXSE3_XLA_DEFAULTS=1`` to keep them),
+XLA:CPU's MLIR fusion emitters off (30–45 % less compile time, no slower) and its YNNPACK matrix products (a rod's
+small products run faster in XLA's own kernels; ``JAXSE3_XLA_DEFAULTS=1`` to keep XLA's defaults),
 makes ``"highest"`` JAX's default matrix-product precision (float32 products on GPUs otherwise run in TF32, through
 which Newton iterations do not converge; ``JAX_DEFAULT_MATMUL_PRECISION`` to choose), and on Linux with glibc keeps
 freed memory in the process for the next program instead of mapping fresh pages at every call (``JAXSE3_MALLOC=0`` to
