@@ -46,11 +46,12 @@ thread, and results change at round-off, as the products sum in another order; "
 thread") and ``--xla_cpu_experimental_ynn_fusion_type=`` (no matrix product handed to the YNNPACK library, which
 XLA:CPU does by default for products too large for its fused arithmetic: for the few-by-24 products of a rod each
 call's set-up outweighs the arithmetic — the CDM's analytic FD Jacobian 154 → 111 µs, the hybrid serial robot's
-161 → 134 µs; "Matrix products without YNNPACK"). They reach every program of the process when jaxse3 is imported
-before JAX starts its backend (before the first computation); ``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU
-backends are unaffected. Each option goes only to the jaxlib versions whose XLA knows it (:data:`XLA_CPU_FLAGS`):
-XLA aborts the process on an option it does not know (jaxlib 0.4.38, 0.5.0 and 0.11.2 do on the first, 0.8.0 on
-the third).
+161 → 134 µs; models with larger products can lose: the 80-coordinate flagellated robot's forward dynamics runs 20 %
+slower; programs compile up to 1–5 s longer on one core; "Matrix products without YNNPACK"). They reach every program
+of the process when jaxse3 is imported before JAX starts its backend (before the first computation);
+``JAXSE3_XLA_DEFAULTS=1`` leaves XLA's defaults. GPU backends are unaffected. Each option goes only to the jaxlib
+versions whose XLA knows it (:data:`XLA_CPU_FLAGS`): XLA aborts the process on an option it does not know (jaxlib
+0.4.38, 0.5.0 and 0.11.2 do on the first, 0.8.0 on the third).
 """
 
 from __future__ import annotations
