@@ -75,8 +75,9 @@ __all__ = ["cache_dir", "configure", "LOWERINGS", "MALLOC_OPTIONS", "XLA_CPU_FLA
 LOWERINGS: list[str] = []
 
 
-def _off(name: str) -> bool:
-    return os.environ.get(name, "1").strip().lower() in ("", "0", "false", "no", "off")
+def _off(name: str, default: str = "1") -> bool:
+    """Whether the environment variable ``name`` (``default`` when unset) says off: empty, 0, false, no or off."""
+    return os.environ.get(name, default).strip().lower() in ("", "0", "false", "no", "off")
 
 
 def cache_dir() -> str | None:
@@ -117,7 +118,7 @@ def xla_cpu_flags(jaxlib: tuple[int, ...] | None = None) -> list[str]:
 
 
 def _set_xla_flags(jaxlib: tuple[int, ...] | None = None) -> None:
-    if os.environ.get("JAXSE3_XLA_DEFAULTS", "0").strip().lower() not in ("", "0", "false", "no", "off"):
+    if not _off("JAXSE3_XLA_DEFAULTS", default="0"):
         return
     current = os.environ.get("XLA_FLAGS", "")
     added = [flag for flag in xla_cpu_flags(jaxlib) if flag.split("=")[0].lstrip("-") not in current]
