@@ -79,8 +79,8 @@ _ADAPTIVE = {
 
 
 class _ChordState(eqx.Module):
-    operator: lx.AbstractLinearOperator  # ∂(relation)/∂f = I − γ h ∂ẋ/∂x at the step's linearisation point
-    linear_state: Any  # its LU factors
+    operator: lx.AbstractLinearOperator | None  # ∂(relation)/∂f = I − γ h ∂ẋ/∂x at the step's linearisation point
+    linear_state: Any  # its LU factors; StepChord.second_order: (S⁻¹, γh ∂a/∂q, γh) of :func:`_schur_inverse`
     diffsize: jax.Array  # scaled size of the last stage-increment update
     diffsize_prev: jax.Array
     result: optx.RESULTS
@@ -97,6 +97,23 @@ def _stage_jacobian(vector_field: Callable, f: PyTree[Array], gamma_h: Array, t_
         return jax.tree.map(lambda a, b: a - b, f, vector_field(t_i, y_i, vf_args))
 
     return jax.jacfwd(relation)(f)
+
+
+@eqx.filter_jit
+def _acceleration_jacobians(vector_field: Callable, y: PyTree[Array], t: Array, vf_args) -> tuple[Array, Array]:
+    """(∂a/∂q, ∂a/∂q̇) of the second part of ``vector_field(t, (q, q̇), vf_args) = (q̇, a)`` at ``y = (q, q̇)``: jitted
+    as :func:`_stage_jacobian`."""
+    return jax.jacfwd(lambda q, qd: vector_field(t, (q, qd), vf_args)[1], argnums=(0, 1))(*y)
+
+
+def _schur_inverse(a_q: Array, a_qd: Array, gamma_h: Array) -> tuple[Array, Array, Array]:
+    """(S⁻¹, γh a_q, γh) with S = I − γh a_q̇ − (γh)² a_q: the stage matrix [[I, −γh I], [−γh a_q, I − γh a_q̇]] of a
+    second-order vector field reduced to its Schur complement, so that an update (x, z) = J⁻¹ (r₁, r₂) is
+    z = S⁻¹ (r₂ + γh a_q r₁), x = r₁ + γh z: two products with n × n matrices instead of a 2n × 2n LU solve. The
+    explicit inverse (formed once per step) only steers the chord iteration, whose residual decides convergence."""
+    n = a_q.shape[-1]
+    S = jnp.eye(n, dtype=a_q.dtype) - gamma_h * a_qd - gamma_h * gamma_h * a_q
+    return jnp.linalg.inv(S), gamma_h * a_q, gamma_h
 
 
 def tiny_update(dtype: Any) -> float:
@@ -130,6 +147,11 @@ class StepChord(optx.AbstractRootFinder):
     step three times, each with two linearisations (the structure's state and the second stage's), and passes its own
     closure-converted copy of the vector field, a new one each time, so ``jax.jacfwd`` of that was traced six times per
     program (3.7 of the 4.8 s that tracing a CDM simulation took). None: the Jacobian of diffrax's stage relation.
+
+    ``second_order``: ``vector_field`` is ``(t, (q, q̇), args) ↦ (q̇, a)`` (a second-order system, as :func:`simulate`'s):
+    each step then takes only ∂a/∂(q, q̇) and solves the stage updates through the n × n Schur complement of the
+    2n × 2n stage matrix (:func:`_schur_inverse`; ``linear_solver`` unused): for the CDM (n = 24) 0.3 µs per update
+    and 6 µs per step against 2.7 and 10 µs by LU (2026-12-05).
     """
 
     rtol: float
@@ -139,6 +161,11 @@ class StepChord(optx.AbstractRootFinder):
     tiny: float | None = None
     linear_solver: lx.AbstractLinearSolver = lx.LU()
     vector_field: Callable | None = None
+    second_order: bool = eqx.field(static=True, default=False)
+
+    def __check_init__(self):
+        if self.second_order and self.vector_field is None:
+            raise ValueError("StepChord: second_order=True needs the vector_field (t, (q, q̇), args) -> (q̇, a)")
 
     def init(
         self,
@@ -154,6 +181,19 @@ class StepChord(optx.AbstractRootFinder):
         if "init_state" in options:
             return options["init_state"]
         diagonal = args[1]
+        if self.second_order:  # the stage matrix by its Schur complement (identity at the structure's γ = 0)
+            _, _, _, _, t_i, y_partial, vf_args, h = args
+            y_i = jax.tree.map(lambda p, z: p + diagonal * h * z, y_partial, y)
+            q = y[0]
+            zero = jnp.zeros((q.shape[-1],) * 2, q.dtype)
+            a_q, a_qd = jax.lax.cond(
+                diagonal == 0,
+                lambda: (zero, zero),
+                lambda: _acceleration_jacobians(self.vector_field, y_i, t_i, vf_args),
+            )
+            schur = jax.lax.stop_gradient(_schur_inverse(a_q, a_qd, jnp.asarray(diagonal * h, q.dtype)))
+            inf = jnp.array(jnp.inf, q.dtype)
+            return _ChordState(None, schur, inf, inf, optx.RESULTS.successful, jnp.array(0))
         if self.vector_field is None:
             full = lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y)
         else:  # diffrax's arguments of the stage relation (stage, γ, vf, prod, t_i, y_i, args, h); prod(f, h) = h f
@@ -182,10 +222,17 @@ class StepChord(optx.AbstractRootFinder):
     ) -> tuple[PyTree[Array], _ChordState, Any]:
         del options, tags
         fx, aux = fn(y, args)
-        sol = lx.linear_solve(state.operator, fx, self.linear_solver, state=state.linear_state, throw=False)
-        new_y = jax.tree.map(lambda a, b: a - b, y, sol.value)
+        if self.second_order:
+            S_inv, gamma_h_a_q, gamma_h = state.linear_state
+            r1, r2 = fx
+            z = S_inv @ (r2 + gamma_h_a_q @ r1)
+            update, result = (r1 + gamma_h * z, z), optx.RESULTS.successful
+        else:
+            sol = lx.linear_solve(state.operator, fx, self.linear_solver, state=state.linear_state, throw=False)
+            update, result = sol.value, optx.RESULTS.promote(sol.result)
+        new_y = jax.tree.map(lambda a, b: a - b, y, update)
         _, diagonal, _, prod, _, y_partial, _, control = args
-        dz = prod(sol.value, control)
+        dz = prod(update, control)
         yi = jax.tree.map(lambda p, z: p + diagonal * z, y_partial, prod(new_y, control))
         size = self.norm(jax.tree.map(lambda d, v: diagonal * d / (self.atol + self.rtol * jnp.abs(v)), dz, yi))
         new_state = _ChordState(
@@ -193,7 +240,7 @@ class StepChord(optx.AbstractRootFinder):
             state.linear_state,
             jnp.asarray(size, state.diffsize.dtype),
             state.diffsize,
-            optx.RESULTS.promote(sol.result),
+            result,
             state.step + 1,
         )
         return new_y, new_state, aux
@@ -706,7 +753,8 @@ def _setup(system, inputs, axes, cfg: _Config, rtol, atol):
         return term, method, diffrax.ConstantStepSize(), (system, inputs, fd_jac(system.residual))
     method = _ADAPTIVE[cfg.solver]()
     if isinstance(method, diffrax.AbstractImplicitSolver):
-        method = type(method)(root_finder=diffrax.with_stepsize_controller_tols(StepChord)(vector_field=_vector_field))
+        chord = diffrax.with_stepsize_controller_tols(StepChord)(vector_field=_vector_field, second_order=True)
+        method = type(method)(root_finder=chord)
     controller = _RememberStep(diffrax.PIDController(rtol=rtol, atol=atol))
     return diffrax.ODETerm(_vector_field), method, controller, (system, inputs, fd_jac(system.forward_dynamics))
 

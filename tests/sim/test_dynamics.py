@@ -267,3 +267,60 @@ def test_step_chord_with_and_without_its_vector_field():
     np.testing.assert_allclose(shared, plain, rtol=0, atol=1e-12)
     assert shared_steps == steps
     assert shared_traces == 1 < plain_traces  # diffrax 0.7.2 here: 3 (simulate's CDM program: 6)
+
+
+def test_schur_update_solves_the_full_stage_matrix():
+    """The update of ``StepChord(second_order=True)`` (:func:`_schur_inverse`): J⁻¹ (r₁, r₂) for the 2n × 2n stage
+    matrix J = [[I, −γh I], [−γh a_q, I − γh a_q̇]] of a second-order field, against numpy's dense solve; γh = 0
+    gives the identity (the structure's state)."""
+    from jaxse3.sim.dynamics import _schur_inverse
+
+    rng = np.random.default_rng(4)
+    n = 5
+    a_q, a_qd = rng.normal(size=(2, n, n)) * 30.0
+    r1, r2 = rng.normal(size=(2, n))
+    for gamma_h in (0.0, 1e-3, 0.07):
+        J = np.block([[np.eye(n), -gamma_h * np.eye(n)], [-gamma_h * a_q, np.eye(n) - gamma_h * a_qd]])
+        S_inv, g_a_q, g = _schur_inverse(jnp.asarray(a_q), jnp.asarray(a_qd), jnp.asarray(gamma_h))
+        z = S_inv @ (r2 + g_a_q @ r1)
+        np.testing.assert_allclose(
+            np.concatenate([r1 + g * z, z]), np.linalg.solve(J, np.concatenate([r1, r2])), rtol=1e-12, atol=1e-13
+        )
+
+
+def test_step_chord_second_order_takes_the_steps_of_the_full_stage_matrix():
+    """A damped oscillator q̈ = −100 q − 2 q̇ written as (q, q̇) with 2 coordinates: Kvaerno5 with
+    ``StepChord(second_order=True)`` takes the steps of the LU solve of the full stage matrix and reaches the exact
+    e^{At} y0; second_order without a vector field is refused."""
+    import diffrax
+
+    from jaxse3.sim import StepChord
+
+    K = jnp.array([[100.0, 10.0], [10.0, 50.0]])
+
+    def field(t, y, args):
+        q, qd = y
+        return qd, -K @ q - 2.0 * qd
+
+    def solve(second_order):
+        chord = diffrax.with_stepsize_controller_tols(StepChord)(vector_field=field, second_order=second_order)
+        sol = diffrax.diffeqsolve(
+            diffrax.ODETerm(field),
+            diffrax.Kvaerno5(root_finder=chord),
+            0.0,
+            1.0,
+            0.01,
+            (jnp.array([1.0, 0.0]), jnp.array([0.0, -1.0])),
+            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+        )
+        return jnp.concatenate([sol.ys[0][-1], sol.ys[1][-1]]), int(sol.stats["num_steps"])
+
+    full, steps = solve(False)
+    schur, schur_steps = solve(True)
+    A = np.block([[np.zeros((2, 2)), np.eye(2)], [-np.asarray(K), -2.0 * np.eye(2)]])
+    exact = scipy.linalg.expm(A) @ np.array([1.0, 0.0, 0.0, -1.0])
+    np.testing.assert_allclose(schur, exact, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(schur, full, rtol=0, atol=1e-12)
+    assert schur_steps == steps
+    with pytest.raises(ValueError, match="second_order=True needs the vector_field"):
+        StepChord(rtol=1e-3, atol=1e-6, second_order=True)
