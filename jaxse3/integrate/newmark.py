@@ -31,7 +31,7 @@ trapezoidal rule leaves in the accelerations and multipliers of an index-3 syste
 
 Newton convergence: ``β'h² ‖r‖_∞ ≤ tol`` (β' = β for Newmark-β; r converted to ``∂r/∂q̈ × displacement`` units, e.g.
 mass × length for mechanics), checked before each update. ``iteration="newton"`` (default) evaluates J at every
-iterate; ``iteration="modified"`` keeps the LU factors of J in the solver state across steps and re-evaluates J only
+iterate; ``iteration="modified"`` keeps the inverse of J in the solver state across steps and re-evaluates J only
 when an update reduces the residual by less than the factor ``rate``
 (:func:`~jaxse3.integrate.newton.modified_newton`): for a mass-dominated J (small h, e.g. a soft rod), most steps cost
 a few residuals and no Jacobian. Iterations and Jacobian evaluations are counted in the solver state
@@ -59,7 +59,7 @@ import jax.numpy as jnp
 from diffrax import RESULTS, AbstractSolver, AbstractTerm, LocalLinearInterpolation
 from jaxtyping import Array, ArrayLike, Bool, Float, PyTree, Real
 
-from jaxse3.integrate.newton import Factors, NewtonResult, factor, modified_newton, newton, round_off_floor, unwrap_term
+from jaxse3.integrate.newton import Inverse, NewtonResult, invert, modified_newton, newton, round_off_floor, unwrap_term
 from jaxse3.lie.tangents import dense, jvp_moving
 
 __all__ = [
@@ -162,9 +162,9 @@ class SecondOrderResidualTerm(AbstractTerm):
         max_iters: int,
         scale: Float[ArrayLike, ""] = 1.0,
     ) -> NewtonResult:
-        """q̈ with ``r(t, q, q̇, q̈) = 0`` (test ``scale ‖r‖_∞ ≤ tol``) by a chord iteration from q̈ = 0 with the LU
-        factors of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update; the factors are in
-        ``stats["factors"]``). Without a ``jacobian`` only ∂r/∂q̈ is evaluated, not ∂r/∂q and ∂r/∂q̇ (with one, its
+        """q̈ with ``r(t, q, q̇, q̈) = 0`` (test ``scale ‖r‖_∞ ≤ tol``) by a chord iteration from q̈ = 0 with the
+        inverse of ∂r/∂q̈ there (exact for the residuals of mechanics, linear in q̈: one update; the inverse is in
+        ``stats["inverse"]``). Without a ``jacobian`` only ∂r/∂q̈ is evaluated, not ∂r/∂q and ∂r/∂q̇ (with one, its
         ∂r/∂q̈ block is used); the whole Jacobian only when the result is differentiated."""
         _check_vector((q, qd), self.jacobian)
         zero = jnp.zeros_like(qd)
@@ -189,7 +189,7 @@ class SecondOrderResidualTerm(AbstractTerm):
             return scale_ * A_qdd, scale_ * dr
 
         A_qdd = _acceleration_matrix(self.residual, self.jacobian, t_, q_, qd_, zero, args_)
-        first = factor(jax.lax.stop_gradient(scale) * A_qdd)
+        first = invert(jax.lax.stop_gradient(scale) * A_qdd)
         params = (self, t, q, qd, args, scale)
         return modified_newton(residual, matrix, zero, params, first, tol, max_iters, None, linearised)
 
@@ -215,7 +215,7 @@ class NewmarkState(eqx.Module):
     newton_iterations: jax.Array  # total Newton updates since t0 (int32)
     max_newton_iterations: jax.Array  # largest number of updates in one step (int32)
     jacobian_evaluations: jax.Array  # iteration matrices evaluated since t0 (int32)
-    factors: Factors | None  # iteration="modified": LU factors of the matrix in use
+    inverse: Inverse | None  # iteration="modified": the inverse of the matrix in use
 
 
 class Newmark(AbstractSolver):
@@ -289,10 +289,10 @@ class Newmark(AbstractSolver):
         zero = jnp.asarray(0, jnp.int32)
         if self.iteration == "newton":
             return NewmarkState(x0, a0, zero, zero, zero, None)
-        # no iteration matrix of the steps here: the start's factors (of β'h² ∂r/∂q̈ alone) stand in until the
+        # no iteration matrix of the steps here: the start's inverse (of β'h² ∂r/∂q̈ alone) stands in until the
         # first step evaluates its matrix at its first iterate (jacobian_evaluations = 0 asks for it), so that the
         # program of the start holds ∂r/∂q̈ alone and the Jacobians of eq. (12) live in the steps' program only
-        return NewmarkState(x0, a0, zero, zero, zero, sol.stats["factors"])
+        return NewmarkState(x0, a0, zero, zero, zero, sol.stats["inverse"])
 
     def pseudo_acceleration(
         self, a0: Float[Array, "*b n"], qdd0: Float[Array, "*b n"], qdd1: Float[Array, "*b n"]
@@ -383,21 +383,21 @@ class Newmark(AbstractSolver):
         linearised = self._linearisation()
         if self.iteration == "newton":
             sol = newton(self._system, x0, params, self.tol, self.max_iters, linearised=linearised)
-            factors, jacobians = None, sol.num_steps + 1
+            inverse, jacobians = None, sol.num_steps + 1
         else:
             sol = modified_newton(
                 self._residual,
                 lambda x, p: self._system(x, p)[1],
                 x0,
                 params,
-                solver_state.factors,
+                solver_state.inverse,
                 self.tol,
                 self.max_iters,
                 self.rate,
                 linearised,
-                refresh=solver_state.jacobian_evaluations == 0,  # the start's stand-in factors (init)
+                refresh=solver_state.jacobian_evaluations == 0,  # the start's stand-in inverse (init)
             )
-            factors, jacobians = sol.stats["factors"], sol.stats["refreshes"]
+            inverse, jacobians = sol.stats["inverse"], sol.stats["refreshes"]
         qdd0, qdd1 = x0[..., :n], sol.value[..., :n]
         y1 = self.predict(h, y0, a0, qdd0, qdd1)
         state = NewmarkState(
@@ -406,7 +406,7 @@ class Newmark(AbstractSolver):
             solver_state.newton_iterations + sol.num_steps,
             jnp.maximum(solver_state.max_newton_iterations, sol.num_steps),
             solver_state.jacobian_evaluations + jacobians,
-            factors,
+            inverse,
         )
         result = RESULTS.where(sol.converged, RESULTS.successful, RESULTS.nonlinear_max_steps_reached)
         return y1, None, dict(y0=y0, y1=y1), state, result
@@ -508,8 +508,8 @@ class ConstrainedResidualTerm(AbstractTerm):
     ) -> NewtonResult:
         """``x = (q̈, λ)`` (concatenated, ``(*b, n + m)``) with ``r(t, q, q̇, q̈, λ) = 0`` and the constraints'
         second derivative ``ë = (∂e/∂q) q̈ + b = 0`` (b: :meth:`constraint_bias`), by a chord iteration from x = 0 with
-        the LU factors of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
-        mechanics: one update; the factors are in ``stats["factors"]``); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Without a
+        the inverse of ``[[∂r/∂q̈, ∂r/∂λ], [∂e/∂q, 0]]`` there (exact for a residual affine in (q̈, λ), as in
+        mechanics: one update; the inverse is in ``stats["inverse"]``); test ``scale ‖(r, ë)‖_∞ ≤ tol``. Without a
         ``jacobian`` only those blocks are evaluated, not ∂r/∂q and ∂r/∂q̇ (with one, its blocks are used); the whole
         Jacobian only when the result is differentiated."""
         _check_vector((q, qd), self.jacobian)
@@ -533,7 +533,7 @@ class ConstrainedResidualTerm(AbstractTerm):
 
         x0 = jnp.concatenate([zero, lam0], axis=-1)
         blocks = (self.residual, self.constraint, self.jacobian)
-        first = factor(
+        first = invert(
             jax.lax.stop_gradient(scale) * _constrained_acceleration_matrix(*blocks, t_, q_, qd_, zero, lam0, args_)
         )
         return modified_newton(residual, matrix, x0, (self, t, q, qd, args, scale), first, tol, max_iters, None)

@@ -1,4 +1,4 @@
-"""Newton's method, once for the whole package: root finding, the chord iteration with kept factors, and the result.
+"""Newton's method, once for the whole package: root finding, the chord iteration with a kept inverse, and the result.
 
 * :func:`newton_iterations` — the Newton loop: at each iterate ``x`` evaluate the residual and an iteration matrix,
   ``(R, S) = fun(x)``, update ``x ← x − S⁻¹R``, and stop when the caller's termination test holds or a value is
@@ -6,7 +6,7 @@
   of quadratic convergence). The time steppers (generalised-α, Newmark-β) and the statics of :mod:`jaxse3.sim` run it.
 * :func:`newton` — that loop with the residual test ``‖R‖_∞ ≤ tol`` and a root made differentiable by the implicit
   function theorem (:func:`differentiable_root`), for solvers called inside a differentiated program.
-* :func:`modified_newton` — a chord iteration whose LU factors are kept across calls (in the caller's solver state)
+* :func:`modified_newton` — a chord iteration whose matrix is kept inverted across calls (in the caller's solver state)
   and refreshed only when the residual contracts too slowly: for slowly varying Jacobians, e.g. Newmark-β on a
   mass-dominated structure, most steps then cost a few residuals.
 * :class:`NewtonResult` — what every Newton solve in :mod:`jaxse3` returns (the minimiser of
@@ -30,7 +30,6 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import optimistix as optx
 from jax import lax
 from jaxtyping import Array, Bool, Float
@@ -43,8 +42,8 @@ __all__ = [
     "newton_iterations",
     "newton",
     "differentiable_root",
-    "Factors",
-    "factor",
+    "Inverse",
+    "invert",
     "modified_newton",
     "newton_statistics",
     "default_tolerance",
@@ -86,7 +85,7 @@ class NewtonResult(eqx.Module):
 
             * :func:`newton_iterations`: ``"first"``, the first iterate (a continuation predictor), and ``"matrix"``,
               the iteration matrix last evaluated (at the iterate before ``value``);
-            * :func:`modified_newton`: ``"factors"`` (the :class:`Factors` in use at the end: pass them to the next
+            * :func:`modified_newton`: ``"inverse"`` (the :class:`Inverse` in use at the end: pass them to the next
               call) and ``"refreshes"`` (matrix evaluations in this call);
             * the minimiser of :mod:`jaxse3.sim.energy_statics`: ``"residuals"``, ``"energies"`` and ``"step_sizes"``
               of every iterate.
@@ -251,24 +250,25 @@ def _failure(R):
     )
 
 
-class Factors(NamedTuple):
-    """LU factors of an iteration matrix (blocks ``(..., k, k)``, pivots ``(..., k)``), as kept between steps."""
+class Inverse(NamedTuple):
+    """An iteration matrix kept between steps as its inverse (one ``(k, k)`` or blocks ``(..., k, k)``): each chord
+    update is then one product, not an LU solve (which on CPU runs a LAPACK call per block, :mod:`jaxse3._batched_
+    linalg`: a stack of 64 CDM blocks 2.0 against 0.07 µs per block, 2026-12-05); it is formed only when the matrix
+    is refreshed, and only steers the iteration, whose residual decides convergence."""
 
-    lu: jax.Array
-    pivots: jax.Array
-
-
-def factor(S: Float[Array, "*b k k"]) -> Factors:
-    """The LU :class:`Factors` of ``S`` (one matrix or a stack of blocks)."""
-    lu, pivots = jsl.lu_factor(S)
-    return Factors(lu, pivots)
+    matrix: jax.Array
 
 
-def _lu_solve(f: Factors, R):
-    return jsl.lu_solve((f.lu, f.pivots), R[..., None])[..., 0]
+def invert(S: Float[Array, "*b k k"]) -> Inverse:
+    """The :class:`Inverse` of ``S`` (one matrix or a stack of blocks)."""
+    return Inverse(jnp.linalg.inv(S))
 
 
-#: a chord iteration that stalls within this factor of its tolerance right after refreshing its factors (an exact
+def _apply(f: Inverse, R: Float[Array, "*b k"]) -> Float[Array, "*b k"]:
+    return jnp.einsum("...ij,...j->...i", f.matrix, R)
+
+
+#: a chord iteration that stalls within this factor of its tolerance right after refreshing its matrix (an exact
 #: Newton update that did not contract) has reached its residual's round-off floor: :func:`modified_newton` accepts it
 STALL_FACTOR = 10.0
 #: the contraction below which an update of a plain chord iteration (``rate=None``) counts as a stall
@@ -280,28 +280,28 @@ def modified_newton(
     matrix: Callable[[Float[Array, "*b k"], Any], Float[Array, "*b k k"]],
     x0: Float[Array, "*b k"],
     params: Any,
-    factors: Factors,
+    inverse: Inverse,
     tol: float,
     max_iters: int,
     rate: float | None = 0.3,
     linearised: Callable | None = None,
     refresh: bool | Bool[Array, ""] = False,
 ) -> NewtonResult:
-    """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``factors`` of an earlier iteration
+    """Solve ``residual(x, params) = 0`` by a chord iteration with the given ``inverse`` of an earlier iteration
     matrix, re-evaluating and re-factoring ``matrix`` (the exact ``∂R/∂x``) at the current iterate whenever an update
     reduces ``‖R‖_∞`` by less than the factor ``rate`` (and the iterate has not converged); ``rate=None``: never
     (a plain chord iteration, with no evaluation of ``matrix`` in the loop).
 
     Converged: ``‖R‖_∞ ≤ tol``, or ``‖R‖_∞ ≤`` :data:`STALL_FACTOR` ``· tol`` after an update with freshly
-    refreshed factors (any update of a plain chord iteration, ``rate=None``, whose factors are the best it has) that
+    a refreshed inverse (any update of a plain chord iteration, ``rate=None``, whose inverse is the best it has) that
     reduced ``‖R‖_∞`` by less than ``rate`` (1/2 for ``rate=None``): an update with the best matrix at hand that does
     not contract has met the residual's round-off floor (in float32 a time stepper's scaled residual stalls near
     1e−10, the default tolerance, and the largest over a stack of members rarely falls below it; the initial
     acceleration of Newmark-β, a plain chord iteration on a residual linear in q̈, stalls there too).
 
     Args as :func:`newton` (``num_steps`` counts the updates before the test passed, as there; ``linearised`` as in
-    :func:`differentiable_root`); ``factors``: the :class:`Factors` to start with (e.g. those this function returned
-    for the previous time step); ``refresh`` (True, or a boolean scalar): ``factors`` only stand in for the matrix
+    :func:`differentiable_root`); ``inverse``: the :class:`Inverse` to start with (e.g. those this function returned
+    for the previous time step); ``refresh`` (True, or a boolean scalar): ``inverse`` only stands in for the matrix
     (e.g. of a part of it), so ``matrix`` is evaluated at ``x0`` before the first update unless ``x0`` passes the
     test (ignored with ``rate=None``). Under a ``vmap`` with a batched convergence test, ``lax.cond`` evaluates both
     branches, i.e. the matrix at every update: solve a batch as one block system instead (``x`` ``(B, k)``, matrices
@@ -316,25 +316,25 @@ def modified_newton(
         R = residual(x, frozen)
         norm = _norm(R)
         slow = (k > 0) & (norm > (_PLAIN_RATE if rate is None else rate) * _norm(R_before))
-        if rate is not None:  # the stand-in factors of ``refresh`` count as a slow update (a chord iteration has none)
+        if rate is not None:  # the stand-in inverse of ``refresh`` counts as a slow update (a chord iteration has none)
             slow = slow | ((k == 0) & refresh)
         slow = slow & (norm > tol)
         ok = (norm <= tol) | (fresh & slow & (norm <= STALL_FACTOR * tol))
-        if rate is not None:  # else a chord iteration: the factors are never refreshed (no matrix in the loop)
+        if rate is not None:  # else a chord iteration: the inverse is never refreshed (no matrix in the loop)
             slow = slow & ~ok
-            f = lax.cond(slow, lambda: factor(matrix(x, frozen)), lambda: f)
+            f = lax.cond(slow, lambda: invert(matrix(x, frozen)), lambda: f)
             m, fresh = m + slow.astype(jnp.int32), slow
         stop = ok | (k >= max_iters)
-        return x - _lu_solve(f, R), R, f, k + jnp.where(stop, 0, 1), m, fresh, ok, stop
+        return x - _apply(f, R), R, f, k + jnp.where(stop, 0, 1), m, fresh, ok, stop
 
     x0 = lax.stop_gradient(x0)
     zero, no = jnp.asarray(0, jnp.int32), jnp.asarray(False)
-    fresh = jnp.asarray(rate is None)  # a plain chord iteration's factors are the best it has
-    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(factors), zero, zero, fresh, no, no)
+    fresh = jnp.asarray(rate is None)  # a plain chord iteration's inverse is the best it has
+    start = (x0, jnp.zeros_like(x0), lax.stop_gradient(inverse), zero, zero, fresh, no, no)
     x, R, f, k, m, _, ok, _ = lax.while_loop(lambda carry: ~carry[-1], body, start)
     result = NewtonResults.where(ok, NewtonResults.successful, _failure(R))
     value = differentiable_root(residual, matrix, x, params, linearised)
-    return NewtonResult(value, result, k, {"factors": f, "refreshes": m})
+    return NewtonResult(value, result, k, {"inverse": f, "refreshes": m})
 
 
 def unwrap_term(terms: Any, cls: type) -> Any:

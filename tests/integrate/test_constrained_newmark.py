@@ -150,7 +150,7 @@ def test_generalized_alpha_is_second_order_with_accurate_multipliers(rho_inf):
 
 def test_user_jacobian_equals_autodiff_and_modified_saves_jacobians():
     """The hand-written partials give the same motion as ``jax.jacfwd`` of r and e with the same Newton iterations
-    (exact partials: quadratic convergence, 1838 updates in 1000 steps); the chord iteration with kept factors the
+    (exact partials: quadratic convergence, 1838 updates in 1000 steps); the chord iteration with a kept inverse the
     same motion with fewer Jacobian evaluations. "The same" is to the Newton tolerance amplified by 1/(βh²) in q̈ and
     λ: where round-off decides whether a step takes one more update, the motions part by up to 2.4e−9 over the 2 s
     swing (observed under the tests' XLA options; bitwise equal under XLA's defaults)."""

@@ -13,7 +13,7 @@ import pytest
 from jaxse3.integrate.newton import (
     STALL_FACTOR,
     NewtonResults,
-    factor,
+    invert,
     modified_newton,
     newton,
     newton_iterations,
@@ -78,28 +78,28 @@ def test_newton_counts_updates_before_the_test_and_polishes():
     assert int(failed.num_steps) == 7 and failed.result == NewtonResults.nonlinear_max_steps_reached
 
 
-def test_modified_newton_keeps_and_refreshes_factors():
+def test_modified_newton_keeps_and_refreshes_its_inverse():
     a = jnp.array([2.0])
     residual = lambda x, p: x**2 - p
     matrix = lambda x, p: (2 * x)[..., None]
-    stale = factor(jnp.array([[2.0]]))  # the matrix at x = 1
+    stale = invert(jnp.array([[2.0]]))  # the matrix at x = 1
     sol = modified_newton(residual, matrix, jnp.array([1.0]), a, stale, 1e-14, 50)
     assert bool(sol.converged)
     np.testing.assert_allclose(sol.value, jnp.sqrt(a), rtol=1e-15)
     assert int(sol.stats["refreshes"]) >= 1  # the chord contracts too slowly from the start: refreshed
-    fail = modified_newton(residual, matrix, jnp.array([0.5]), -a, factor(jnp.array([[1.0]])), 1e-12, 5)
+    fail = modified_newton(residual, matrix, jnp.array([0.5]), -a, invert(jnp.array([[1.0]])), 1e-12, 5)
     assert fail.result == NewtonResults.nonlinear_max_steps_reached
 
 
 def test_modified_newton_refresh_evaluates_the_matrix_before_the_first_update():
-    """``refresh``: the given factors only stand in (here of a quarter of the exact matrix of a linear system, whose
+    """``refresh``: the given inverse only stands in (here of a quarter of the exact matrix of a linear system, whose
     chord iteration converges slowly): the matrix is evaluated at x0 first, so one exact update solves it; without
     ``refresh`` the stand-in's first update is slow and is refreshed only after it; a root at x0 needs neither."""
     A = jnp.array([[4.0, 1.0], [1.0, 3.0]])
     b = jnp.array([1.0, 2.0])
     residual = lambda x, p: A @ x - p
     matrix = lambda x, p: A
-    stand_in = factor(A / 4)
+    stand_in = invert(A / 4)
     fresh = modified_newton(residual, matrix, jnp.zeros(2), b, stand_in, 1e-13, 20, refresh=jnp.asarray(True))
     assert bool(fresh.converged) and int(fresh.num_steps) == 1 and int(fresh.stats["refreshes"]) == 1
     np.testing.assert_allclose(fresh.value, jnp.linalg.solve(A, b), rtol=1e-14)
@@ -113,14 +113,14 @@ def test_modified_newton_refresh_evaluates_the_matrix_before_the_first_update():
 @pytest.mark.parametrize("tol, converged", [(1e-6, True), (4e-8, True), (1e-8, False)])
 def test_modified_newton_accepts_a_stall_at_round_off_within_its_factor(tol, converged, rate):
     """x² − 2 = 0 in float32, where no float32 x gives a residual below 1.19e−7 (at x = fl(√2); its neighbours give
-    2.4e−7 and 3.6e−7): at tol = 4e−8 the exact Newton updates (``rate`` 0.3: refreshed factors) or the chord
-    updates (``rate=None``: the start's factors throughout) stall at 3 × tol and have converged (STALL_FACTOR = 10);
+    2.4e−7 and 3.6e−7): at tol = 4e−8 the exact Newton updates (``rate`` 0.3: a refreshed inverse) or the chord
+    updates (``rate=None``: the start's inverse throughout) stall at 3 × tol and have converged (STALL_FACTOR = 10);
     at tol = 1e−8 (12 × tol) they run out of updates."""
     assert STALL_FACTOR == 10.0
     f32 = lambda v: jnp.asarray(v, dtype=jnp.float32)
     residual = lambda x, p: x * x - p
     matrix = lambda x, p: jnp.diag(2 * x)
-    x0, stale = f32([1.5, 1.3]), factor(f32([[3.0, 0.0], [0.0, 2.6]]))
+    x0, stale = f32([1.5, 1.3]), invert(f32([[3.0, 0.0], [0.0, 2.6]]))
     sol = modified_newton(residual, matrix, x0, f32([2.0, 2.0]), stale, tol, 30, rate)
     assert sol.value.dtype == jnp.float32 and bool(sol.converged) is converged
     if converged:
