@@ -252,9 +252,9 @@ def _failure(R):
 
 class Inverse(NamedTuple):
     """An iteration matrix kept between steps as its inverse (one ``(k, k)`` or blocks ``(..., k, k)``): each chord
-    update is then one product, not an LU solve (which on CPU runs a LAPACK call per block, :mod:`jaxse3._batched_
-    linalg`: a stack of 64 CDM blocks 2.0 against 0.07 µs per block, 2026-12-05); it is formed only when the matrix
-    is refreshed, and only steers the iteration, whose residual decides convergence."""
+    update is then one product, not an LU solve, which on CPU runs a LAPACK call per block
+    (:mod:`jaxse3._batched_linalg`; a stack of 64 CDM blocks: 2.0 against 0.07 µs per block, 2026-12-05). It is
+    formed only when the matrix is refreshed, and only steers the iteration, whose residual decides convergence."""
 
     matrix: jax.Array
 

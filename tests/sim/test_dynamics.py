@@ -220,14 +220,31 @@ def test_step_chord_round_off_test_scales_with_the_dtype(dtype, size, tiny, conv
     assert bool(done) == converged and result == optx.RESULTS.successful
 
 
+def _kvaerno5_one_second(field, y0, args, **chord_options):
+    """1 s of diffrax's Kvaerno5 from ``y0`` (rtol 1e−8, atol 1e−10), its stages solved by
+    ``StepChord(**chord_options)``."""
+    import diffrax
+
+    from jaxse3.sim import StepChord
+
+    chord = diffrax.with_stepsize_controller_tols(StepChord)(**chord_options)
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(field),
+        diffrax.Kvaerno5(root_finder=chord),
+        0.0,
+        1.0,
+        0.01,
+        y0,
+        args=args,
+        stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+    )
+
+
 def test_step_chord_with_and_without_its_vector_field():
     """StepChord on a user's ODETerm (a damped oscillator ẏ = A y through a custom_jvp, as the rods' rules): with no
     ``vector_field`` it linearises diffrax's stage relation, tracing the rule at every linearisation of every trace
     of a step; with one, the same Jacobian through a jitted function traced once. Both reach the exact solution
     e^{At} y0 with the same steps."""
-    import diffrax
-
-    from jaxse3.sim import StepChord
 
     A = jnp.array([[0.0, 1.0], [-100.0, -2.0]])
     rule_traces = []
@@ -247,17 +264,7 @@ def test_step_chord_with_and_without_its_vector_field():
 
     def solve(vector_field):
         rule_traces.clear()
-        chord = diffrax.with_stepsize_controller_tols(StepChord)(vector_field=vector_field)
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(field),
-            diffrax.Kvaerno5(root_finder=chord),
-            0.0,
-            1.0,
-            0.01,
-            jnp.array([1.0, 0.0]),
-            args=A,
-            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
-        )
+        sol = _kvaerno5_one_second(field, jnp.array([1.0, 0.0]), A, vector_field=vector_field)
         return sol.ys[-1], int(sol.stats["num_steps"]), len(rule_traces)
 
     plain, steps, plain_traces = solve(None)
@@ -292,7 +299,6 @@ def test_step_chord_second_order_takes_the_steps_of_the_full_stage_matrix():
     """A damped oscillator q̈ = −100 q − 2 q̇ written as (q, q̇) with 2 coordinates: Kvaerno5 with
     ``StepChord(second_order=True)`` takes the steps of the LU solve of the full stage matrix and reaches the exact
     e^{At} y0; second_order without a vector field is refused."""
-    import diffrax
 
     from jaxse3.sim import StepChord
 
@@ -303,16 +309,8 @@ def test_step_chord_second_order_takes_the_steps_of_the_full_stage_matrix():
         return qd, -K @ q - 2.0 * qd
 
     def solve(second_order):
-        chord = diffrax.with_stepsize_controller_tols(StepChord)(vector_field=field, second_order=second_order)
-        sol = diffrax.diffeqsolve(
-            diffrax.ODETerm(field),
-            diffrax.Kvaerno5(root_finder=chord),
-            0.0,
-            1.0,
-            0.01,
-            (jnp.array([1.0, 0.0]), jnp.array([0.0, -1.0])),
-            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
-        )
+        y0 = (jnp.array([1.0, 0.0]), jnp.array([0.0, -1.0]))
+        sol = _kvaerno5_one_second(field, y0, None, vector_field=field, second_order=second_order)
         return jnp.concatenate([sol.ys[0][-1], sol.ys[1][-1]]), int(sol.stats["num_steps"])
 
     full, steps = solve(False)
