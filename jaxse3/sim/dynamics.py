@@ -191,25 +191,19 @@ class StepChord(optx.AbstractRootFinder):
                 lambda: (zero, zero),
                 lambda: _acceleration_jacobians(self.vector_field, y_i, t_i, vf_args),
             )
-            schur = jax.lax.stop_gradient(_schur_inverse(a_q, a_qd, jnp.asarray(diagonal * h, q.dtype)))
-            inf = jnp.array(jnp.inf, q.dtype)
-            return _ChordState(None, schur, inf, inf, optx.RESULTS.successful, jnp.array(0))
-        if self.vector_field is None:
-            full = lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y)
-        else:  # diffrax's arguments of the stage relation (stage, γ, vf, prod, t_i, y_i, args, h); prod(f, h) = h f
-            _, _, _, _, t_i, y_partial, vf_args, h = args
-            full = lambda: _stage_jacobian(self.vector_field, y, diagonal * h, t_i, y_partial, vf_args)
-        jac = jax.lax.cond(diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y), full)
-        operator = lx.PyTreeLinearOperator(jax.lax.stop_gradient(jac), jax.eval_shape(lambda: y), tags)
+            operator, linear_state = None, _schur_inverse(a_q, a_qd, jnp.asarray(diagonal * h, q.dtype))
+        else:
+            if self.vector_field is None:
+                full = lambda: jax.jacfwd(lambda f: fn(f, args)[0])(y)
+            else:  # diffrax's stage-relation arguments (stage, γ, vf, prod, t_i, y_i, args, h); prod(f, h) = h f
+                _, _, _, _, t_i, y_partial, vf_args, h = args
+                full = lambda: _stage_jacobian(self.vector_field, y, diagonal * h, t_i, y_partial, vf_args)
+            jac = jax.lax.cond(diagonal == 0, lambda: jax.jacfwd(lambda f: f)(y), full)
+            operator = lx.PyTreeLinearOperator(jax.lax.stop_gradient(jac), jax.eval_shape(lambda: y), tags)
+            linear_state = self.linear_solver.init(operator, {})
         inf = jnp.array(jnp.inf, jnp.result_type(*jax.tree.leaves(y)))
-        return _ChordState(
-            operator,
-            jax.lax.stop_gradient(self.linear_solver.init(operator, {})),
-            inf,
-            inf,
-            optx.RESULTS.successful,
-            jnp.array(0),
-        )
+        linear_state = jax.lax.stop_gradient(linear_state)
+        return _ChordState(operator, linear_state, inf, inf, optx.RESULTS.successful, jnp.array(0))
 
     def step(
         self,
