@@ -74,11 +74,28 @@ def test_chunked_and_single_vmap_batches_agree(chunk_size):
     """``chunk_size`` only changes how the members are scheduled (a remainder chunk included), not the results."""
     s = standin.make(g=0.7)
     u = jnp.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
-    ref = simulate_batch(s, u, **KW)  # default: chunks of 8, i.e. one remainder chunk of 3
+    ref = simulate_batch(s, u, **KW)  # default: one vmap (3 members, fewer than a CPU's chunk of 8)
     other = simulate_batch(s, u, chunk_size=chunk_size, **KW)
     np.testing.assert_allclose(other.q, ref.q, rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="chunk_size"):
         simulate_batch(s, u, chunk_size=0, **KW)
+
+
+def test_a_cpu_runs_a_batch_larger_than_its_chunk_in_chunks(monkeypatch):
+    """Without ``chunk_size``, a CPU runs more than ``CPU_CHUNK`` members in chunks of ``CPU_CHUNK`` (a remainder
+    chunk included), and each member is its own single run."""
+    import jaxse3.sim.batch as batch_module
+
+    monkeypatch.setattr(batch_module, "CPU_CHUNK", 2)
+    chunks = []
+    over_batch = batch_module._over_batch
+    monkeypatch.setattr(batch_module, "_over_batch", lambda *a: chunks.append(a[3]) or over_batch(*a))
+    s, u = standin.make(g=0.3), jnp.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
+    kw = dict(KW, n_save=4)  # a shape of its own: traced here
+    batch = simulate_batch(s, u, **kw)
+    assert jax.devices()[0].platform != "cpu" or chunks == [2]
+    for k in range(3):
+        np.testing.assert_allclose(batch.q[k], simulate(s, u[k], **kw).q, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("chunk_size", [None, 2])
