@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from jaxse3 import rigid, rod as rods
+from jaxse3._chunks import cache_sized
 from jaxse3.lie.tangents import accumulate, custom_rule, jvp_of_rest
 from jaxse3.linkage._derivatives import IDDerivatives, covered, tree_derivatives
 from jaxse3.linkage._dynamics import (
@@ -118,12 +119,16 @@ def _fd_plain(linkage, q, qd, u):
     return _fd_parts(linkage, q, qd, u)[0]
 
 
+@cache_sized
 def _fd_jacobians(linkage, q, qd, u):
+    """q̈ = FD and (∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u): one forward dynamics, one derivative pass at q̈ = FD and one solve for
+    all the columns."""
     qdd, chol = _fd_parts(linkage, q, qd, u)
     r = tree_derivatives(linkage, q, qd, qdd)  # at q̈ = FD
     Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
-    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
-    return qdd, solve(Tq - r.dq), solve(Tqd - r.dqd), solve(Tu)
+    J = jax.scipy.linalg.cho_solve(chol, jnp.concatenate([Tq - r.dq, Tqd - r.dqd, Tu], axis=1))
+    nq, nv = Tq.shape[1], Tqd.shape[1]
+    return qdd, J[:, :nq], J[:, nq : nq + nv], J[:, nq + nv :]
 
 
 def _fd_jvp(primals, tangents):
@@ -134,7 +139,9 @@ def _fd_jvp(primals, tangents):
     return qdd, accumulate(qdd, [(Jq, dq), (Jqd, dqd), (Ju, du)], rest)
 
 
-_fd = custom_rule("linkage.forward_dynamics", _fd_plain, _fd_jvp)
+# the primal in chunks under vmap on a CPU (its rule differentiates the unwrapped _fd_plain: custom_vmap has no
+# reverse mode)
+_fd = custom_rule("linkage.forward_dynamics", cache_sized(_fd_plain), _fd_jvp)
 
 
 def forward_dynamics(

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from jaxse3._chunks import cache_sized
 from jaxse3.lie.tangents import accumulate, custom_rule, is_zero, jvp_of_rest
 from jaxse3.rod._inverse_dynamics import mass_matrix, rnea
 from jaxse3.rod.forces import Loads, actuation_matrix, internal_forces, internal_forces_derivatives
@@ -121,12 +122,17 @@ def _fd_plain(rod, q, qd, u, loads):
     return _fd_parts(rod, q, qd, u, loads)[0]
 
 
+@cache_sized
 def _fd_jacobians(rod, q, qd, u, loads):
+    """q̈ = FD and (∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u) (eqs. (7), (9) and M⁻¹B; (n_dof, 0) without tendons): one forward
+    dynamics, one derivative pass at q̈ = FD and one solve for all the columns."""
     qdd, chol = _fd_parts(rod, q, qd, u, loads)
     r = rnea(rod, q, qd, qdd, loads=loads, level="all")  # ∂ID/∂(q, q̇) at q̈ = FD, loads included (−Σ Jᵀ𝓕ext)
     tq, tqd = internal_forces_derivatives(rod, q, qd, u)
-    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
-    return qdd, chol, solve(tq - r.dq), solve(tqd - r.dqd)
+    columns = [tq - r.dq, tqd - r.dqd] + ([actuation_matrix(rod, q)] if rod.n_tendons else [])
+    J = jax.scipy.linalg.cho_solve(chol, jnp.concatenate(columns, axis=1))
+    n = q.shape[0]
+    return qdd, J[:, :n], J[:, n : 2 * n], J[:, 2 * n :]
 
 
 def forward_dynamics_jacobians(
@@ -139,21 +145,21 @@ def forward_dynamics_jacobians(
     """(∂FD/∂q, ∂FD/∂q̇), each (n_dof, n_dof) (seed 003 eqs. (7), (9))."""
     check_state(rod, q=q, qd=qd, u=u)
     q, qd, u = _f(q, qd, u)
-    _, _, Jq, Jqd = _fd_jacobians(rod, q, qd, _u(rod, u, q.dtype), loads)
+    _, Jq, Jqd, _ = _fd_jacobians(rod, q, qd, _u(rod, u, q.dtype), loads)
     return Jq, Jqd
 
 
 def _fd_jvp(primals, tangents):
     rod, q, qd, u, loads = primals
     _, dq, dqd, du, _ = tangents
-    qdd, chol, Jq, Jqd = _fd_jacobians(rod, q, qd, u, loads)
-    terms = [(Jq, dq), (Jqd, dqd)]
-    if rod.n_tendons:
-        terms.append((lambda t: jax.scipy.linalg.cho_solve(chol, actuation_matrix(rod, q) @ t), du))
+    qdd, Jq, Jqd, Ju = _fd_jacobians(rod, q, qd, u, loads)
+    terms = [(Jq, dq), (Jqd, dqd)] + ([(Ju, du)] if rod.n_tendons else [])
     return qdd, accumulate(qdd, terms, jvp_of_rest(_fd_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
-_fd = custom_rule("forward_dynamics", _fd_plain, _fd_jvp)
+# the primal in chunks under vmap on a CPU (its rule differentiates the unwrapped _fd_plain: custom_vmap has no
+# reverse mode)
+_fd = custom_rule("forward_dynamics", cache_sized(_fd_plain), _fd_jvp)
 
 
 def forward_dynamics(

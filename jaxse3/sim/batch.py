@@ -27,6 +27,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
+from jaxse3._chunks import CPU_CHUNK
 from jaxse3._compile import Compiled, say
 from jaxse3.sim.dynamics import FIXED_STEP, batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
@@ -68,7 +69,7 @@ def simulate_batch(
             B constant inputs).
         q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
         chunk_size: members simulated together: the batch runs as ``jax.lax.map(..., batch_size=chunk_size)``, a
-            loop over vmapped chunks (default ``None``: on a CPU, chunks of :data:`CPU_CHUNK` members, whose
+            loop over vmapped chunks (default ``None``: on a CPU, chunks of 8 members (``CPU_CHUNK``), whose
             intermediates stay in the caches; on an accelerator one vmap over the whole batch if it fits
             ``memory_budget``, else chunks as large as fit). Chunks bound the memory of the intermediates; they are
             not needed for correctness (batched factorisations never reach jaxlib's blocking LAPACK batch kernels, see
@@ -81,10 +82,9 @@ def simulate_batch(
             ``jax.local_devices()``), a sequence of devices, or None for every local device; ``chunk_size`` then
             applies on each device.
         memory_budget: bytes a device may give a batch that would run as one vmap (``chunk_size`` None on an
-            accelerator, or on a CPU up to :data:`CPU_CHUNK` members; default :func:`memory_budget`: half its
-            memory). The one-vmap program is compiled first; if XLA's memory
-            analysis of it exceeds the budget, the batch runs in chunks sized from it (the memory grows in
-            proportion to the members), at the cost of a second compilation.
+            accelerator, or on a CPU up to 8 members; default :func:`memory_budget`: half its memory). The one-vmap
+            program is compiled first; if XLA's memory analysis of it exceeds the budget, the batch runs in chunks
+            sized from it (the memory grows in proportion to the members), at the cost of a second compilation.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)
@@ -189,15 +189,8 @@ def memory_budget(devices: Sequence[jax.Device] | None = None) -> int:
     return total // (2 * max(1, sum(d.platform == "cpu" for d in jax.local_devices())))
 
 
-#: The members a CPU device runs together when no ``chunk_size`` is given. A vmapped solver's intermediates grow with
-#: its members, and past a few rods they no longer stay in the CPU's caches. 64 CDM rods, one core (2026-12-05), one
-#: vmap against chunks of 8: Kvaerno5 over 0.2 s 9.6 → 7.0 ms per member, statics 0.19 → 0.16 ms per member;
-#: Newmark-β stacks of 64 against 8: 107 → 136 rod-s/s (stacks of 4: 118, of 16: 127). An accelerator runs one vmap.
-CPU_CHUNK = 8
-
-
 def _within_budget(who, compiled: Compiled, args, size: int, chunk_size, budget, mesh: Mesh | None):
-    """``compiled(*args(chunk_size))``; with ``chunk_size`` None chunks of :data:`CPU_CHUNK` on CPU devices, elsewhere
+    """``compiled(*args(chunk_size))``; with ``chunk_size`` None chunks of ``CPU_CHUNK`` on CPU devices, elsewhere
     the one-vmap program when XLA's memory analysis of it fits ``budget`` (bytes per device), else chunks as large
     as fit."""
     per_device = -(-size // (1 if mesh is None else mesh.devices.size))
@@ -278,12 +271,12 @@ def solve_statics_batch(
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
 
     ``u=None`` gives every member zero inputs (e.g. a batch of rods without tendons, ``batch_system=True``).
-    ``chunk_size``: members solved together, as in :func:`simulate_batch` (default ``None``: chunks of
-    :data:`CPU_CHUNK` on a CPU, one ``vmap`` over the batch on an accelerator). Newton's loop under ``vmap`` runs
-    until its slowest member has converged, every member paying each iteration; smaller chunks (down to 1, one member
-    after the other) pay only their own members' iterations, at a smaller vectorisation gain per iteration. When the
-    members need very different numbers of Newton iterations (the adaptive load continuation rejects steps for
-    some), chunks are faster. ``devices`` and ``memory_budget``: as for :func:`simulate_batch`.
+    ``chunk_size``: members solved together, as in :func:`simulate_batch` (default ``None``: chunks of 8 on a CPU,
+    one ``vmap`` over the batch on an accelerator). Newton's loop under ``vmap`` runs until its slowest member has
+    converged, every member paying each iteration; smaller chunks (down to 1, one member after the other) pay only
+    their own members' iterations, at a smaller vectorisation gain per iteration. When the members need very
+    different numbers of Newton iterations (the adaptive load continuation rejects steps for some), chunks are
+    faster. ``devices`` and ``memory_budget``: as for :func:`simulate_batch`.
     """
     _check_chunk_size("solve_statics_batch", chunk_size)
     mesh = _mesh("solve_statics_batch", devices)
