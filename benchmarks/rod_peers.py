@@ -24,7 +24,9 @@ physics is the same) and its damping is the strain-space matrix υ l diag(3J, A,
 Entry points (CPU, float64; the median of interleaved samples, compile time separate and cold: the persistent
 compilation cache that ``import jaxse3`` turns on is off here unless ``JAXSE3_CACHE`` is set; see ``_timing.py``):
 
-1. forward dynamics q̈ = FD(q, q̇), ``jax.vmap`` over ``--batch`` random states (time per state) and at batch 1;
+1. forward dynamics q̈ = FD(q, q̇), ``jax.vmap`` over ``--batch`` random states (time per state) and at batch 1 (on a
+   CPU jaxse3's ``vmap`` runs in chunks of 8 states, its functions' own batching rule, ``jaxse3._chunks``; the
+   peers' as one ``vmap``);
 2. the Jacobian ∂FD/∂(q, q̇), vmapped: ``jax.jacfwd`` for the peers (autodiff), for jaxse3 ``jax.jacfwd`` of
    ``rod.forward_dynamics`` (its analytic custom_jvp rules) and ``rod.forward_dynamics_jacobians``;
 3. the static equilibrium under gravity: ``optimistix.Newton`` (rtol = atol = 1e−10) on each library's static force
