@@ -65,11 +65,10 @@ def cache_sized(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _chunked(fn: Callable[..., Any], size: int, in_batched: list[bool], leaves: list) -> Any:
     """``vmap(fn)`` over the leading axis of the ``in_batched`` leaves as a ``lax.map`` over chunks of
     :data:`CPU_CHUNK` members, the last one padded by repeating the last member (so the program holds one copy of
-    ``fn``, where ``lax.map``'s own remainder would add a second); empty outputs (a size-0 axis, e.g. the Jacobian
-    of no inputs) are made directly."""
+    ``fn``, where ``lax.map``'s own remainder would add a second)."""
     batched = [i for i, b in enumerate(in_batched) if b]
 
-    def member(mapped):
+    def chunk(mapped):
         member_leaves = list(leaves)
         for i, x in zip(batched, mapped):
             member_leaves[i] = x
@@ -81,10 +80,5 @@ def _chunked(fn: Callable[..., Any], size: int, in_batched: list[bool], leaves: 
         jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]).reshape(n_chunks, CPU_CHUNK, *x.shape[1:])
         for x in (leaves[i] for i in batched)
     ]
-    shapes, tree = jax.tree.flatten(jax.eval_shape(member, [x[0, 0] for x in mapped]))
-    full = [s.size > 0 for s in shapes]
-    nonempty = jax.vmap(lambda m: [y for y, f in zip(jax.tree.leaves(member(m)), full) if f])
-    outs = iter(y.reshape(n_chunks * CPU_CHUNK, *y.shape[2:])[:size] for y in jax.lax.map(nonempty, mapped))
-    return jax.tree.unflatten(
-        tree, [next(outs) if f else jnp.zeros((size, *s.shape), s.dtype) for s, f in zip(shapes, full)]
-    )
+    out = jax.lax.map(jax.vmap(chunk), mapped)
+    return jax.tree.map(lambda y: y.reshape(n_chunks * CPU_CHUNK, *y.shape[2:])[:size], out)
