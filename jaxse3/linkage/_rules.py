@@ -121,14 +121,12 @@ def _fd_plain(linkage, q, qd, u):
 
 @cache_sized
 def _fd_jacobians(linkage, q, qd, u):
-    """q̈ = FD and (∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u): one forward dynamics, one derivative pass at q̈ = FD and one solve for
-    all the columns."""
+    """q̈ = FD and (∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u): one forward dynamics and one derivative pass at q̈ = FD."""
     qdd, chol = _fd_parts(linkage, q, qd, u)
     r = tree_derivatives(linkage, q, qd, qdd)  # at q̈ = FD
     Tq, Tqd, Tu = generalized_forces_derivatives(linkage, q, qd, u)
-    J = jax.scipy.linalg.cho_solve(chol, jnp.concatenate([Tq - r.dq, Tqd - r.dqd, Tu], axis=1))
-    nq, nv = Tq.shape[1], Tqd.shape[1]
-    return qdd, J[:, :nq], J[:, nq : nq + nv], J[:, nq + nv :]
+    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
+    return qdd, solve(Tq - r.dq), solve(Tqd - r.dqd), solve(Tu)
 
 
 def _fd_jvp(primals, tangents):

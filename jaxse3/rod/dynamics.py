@@ -125,14 +125,14 @@ def _fd_plain(rod, q, qd, u, loads):
 @cache_sized
 def _fd_jacobians(rod, q, qd, u, loads):
     """q̈ = FD and (∂FD/∂q, ∂FD/∂q̇, ∂FD/∂u) (eqs. (7), (9) and M⁻¹B; (n_dof, 0) without tendons): one forward
-    dynamics, one derivative pass at q̈ = FD and one solve for all the columns."""
+    dynamics and one derivative pass at q̈ = FD. (One solve of all the columns together made the CDM's 10 s Kvaerno5
+    run 1.3× slower on two cores, 2026-12-05.)"""
     qdd, chol = _fd_parts(rod, q, qd, u, loads)
     r = rnea(rod, q, qd, qdd, loads=loads, level="all")  # ∂ID/∂(q, q̇) at q̈ = FD, loads included (−Σ Jᵀ𝓕ext)
     tq, tqd = internal_forces_derivatives(rod, q, qd, u)
-    columns = [tq - r.dq, tqd - r.dqd] + ([actuation_matrix(rod, q)] if rod.n_tendons else [])
-    J = jax.scipy.linalg.cho_solve(chol, jnp.concatenate(columns, axis=1))
-    n = q.shape[0]
-    return qdd, J[:, :n], J[:, n : 2 * n], J[:, 2 * n :]
+    solve = lambda A: jax.scipy.linalg.cho_solve(chol, A)
+    Ju = solve(actuation_matrix(rod, q)) if rod.n_tendons else jnp.zeros((q.shape[0], 0))
+    return qdd, solve(tq - r.dq), solve(tqd - r.dqd), Ju
 
 
 def forward_dynamics_jacobians(
