@@ -10,9 +10,11 @@ inertia ρ diag(J_x, J_y, J_z, A, A, A). PyElastica's factory multiplies the she
 27/28 that jaxse3 (and the paper) do not use; this script resets PyElastica's shear stiffness to G A so that both
 codes discretise the same equations.
 
-* jaxse3: ``--ours`` configurations ``a,l,n_gauss,solver,tol``: Legendre order a on the three angular strains and l on
-  the three linear ones (l = -1 switches them off: Kirchhoff rod), ``n_gauss`` Gauss points, and either ``newmark`` with
-  step ``tol`` (s) or an adaptive diffrax solver (``tsit5``, ``kvaerno5``, ...) with rtol = atol = ``tol``. Default: the
+* jaxse3: ``--ours`` configurations ``a,l,n_gauss,solver,tol[,newton_tol]``: Legendre order a on the three angular
+  strains and l on the three linear ones (l = -1 switches them off: Kirchhoff rod), ``n_gauss`` Gauss points, and
+  either ``newmark`` with step ``tol`` (s) or an adaptive diffrax solver (``tsit5``, ``kvaerno5``, ...) with rtol =
+  atol = ``tol``; ``newton_tol``, optional, is Newmark's Newton tolerance (``simulate``'s ``newton_tol``; default
+  1e−10, far below the step's own error: 1e−9 moves the CDM tip by 0.3 µm). Default: the
   CDM discretisation (4/2, 24 DoF, 5 Gauss points) with Newmark-β (seed 003's "method 3"; the fastest of Newmark, Tsit5,
   Kvaerno5 here) at h = 5, 2 and 10 ms (one compile serves all h). The first configuration is also run batched: B rods
   with densities ρ(1 + 0.1 s), s ∈ [−1, 1] (member 0 is the nominal rod), by ``simulate_batch`` (Newmark: chunks of
@@ -63,21 +65,27 @@ OURS_DEFAULT = ("4,2,5,newmark,5e-3", "4,2,5,newmark,2e-3", "4,2,5,newmark,1e-2"
 # ----------------------------------------------------------------------------------------------------------- jaxse3
 @dataclass(frozen=True)
 class Ours:
-    """One jaxse3 configuration, parsed from ``a,l,n_gauss,solver,tol``."""
+    """One jaxse3 configuration, parsed from ``a,l,n_gauss,solver,tol[,newton_tol]``."""
 
     angular: int
     linear: int | None
     n_gauss: int
     solver: str
     tol: float
+    newton_tol: float | None = None  # Newmark's Newton tolerance (None: simulate's default)
 
     @classmethod
     def parse(cls, spec: str) -> "Ours":
         try:
-            a, lin, ng, solver, tol = spec.split(",")
-            return cls(int(a), None if int(lin) < 0 else int(lin), int(ng), solver, float(tol))
+            a, lin, ng, solver, tol, *newton = spec.split(",")
+            if len(newton) > 1:
+                raise ValueError("too many fields")
+            newton_tol = float(newton[0]) if newton else None
+            return cls(int(a), None if int(lin) < 0 else int(lin), int(ng), solver, float(tol), newton_tol)
         except ValueError as e:
-            raise argparse.ArgumentTypeError(f"expected 'a,l,n_gauss,solver,tol', got {spec!r} ({e})") from None
+            raise argparse.ArgumentTypeError(
+                f"expected 'a,l,n_gauss,solver,tol[,newton_tol]', got {spec!r} ({e})"
+            ) from None
 
     @property
     def orders(self):
@@ -95,6 +103,8 @@ class Ours:
 
     def kwargs(self, t_final, n_save):
         step = dict(dt=self.tol) if self.solver == "newmark" else dict(rtol=self.tol, atol=self.tol)
+        if self.newton_tol is not None:
+            step["newton_tol"] = self.newton_tol
         return dict(t_final=t_final, solver=self.solver, n_save=n_save, max_steps=1_000_000, **step)
 
     @property
@@ -102,6 +112,7 @@ class Ours:
         lin = "Kirchhoff" if self.linear is None else f"{self.linear}"
         n = rods.LegendreBasis(self.orders).n_dof
         how = f"Newmark h={self.tol:g}" if self.solver == "newmark" else f"{self.solver} tol={self.tol:g}"
+        how += "" if self.newton_tol is None else f", Newton tol {self.newton_tol:g}"
         return f"jaxse3 GVS {self.angular}/{lin} ({n} DoF, {self.n_gauss} GP), {how}"
 
 
@@ -162,6 +173,7 @@ class Case:
     walls: list = field(default_factory=list)
     tips: np.ndarray | None = None
     kind: str = ""
+    config: str = ""  # a jaxse3 case's configuration (Ours.label): pairs a batch with its single-rod run
     n_elements: int = 0  # PyElastica only
 
     @property
@@ -181,7 +193,7 @@ class Case:
         return self.n_rods * self.t_sim / self.wall
 
 
-def jax_case(label, fn, n_rods, t_sim, kind):
+def jax_case(label, fn, n_rods, t_sim, kind, config):
     """A jitted simulation; its first call (compile + one run) is timed as the setup.
 
     The first call simulates the full ``t_sim``: ``simulate_batch`` takes its keyword arguments as static, so another
@@ -198,7 +210,7 @@ def jax_case(label, fn, n_rods, t_sim, kind):
         tip = np.asarray(tr.tip)
         return (tip[0] if tip.ndim == 3 else tip), time.perf_counter() - t0
 
-    return Case(label, run, n_rods, t_sim, setup, kind=kind)
+    return Case(label, run, n_rods, t_sim, setup, kind=kind, config=config)
 
 
 def tip_errors(tips, ref):
@@ -216,7 +228,7 @@ def main(argv=None):
         type=Ours.parse,
         nargs="+",
         default=[Ours.parse(s) for s in OURS_DEFAULT],
-        help="jaxse3 configurations a,l,n_gauss,solver,tol; the first one is also run batched",
+        help="jaxse3 configurations a,l,n_gauss,solver,tol[,newton_tol]; the first one is also run batched",
     )
     p.add_argument("--ref", type=Ours.parse, default=Ours.parse("8,4,12,tsit5,1e-8"))
     p.add_argument(
@@ -289,7 +301,7 @@ def main(argv=None):
     for cfg in a.ours:
         system = cfg.system()
         fn = lambda t, cfg=cfg, system=system: simulate(system, **cfg.kwargs(t, a.n_save))
-        cases.append(jax_case(cfg.label + ", 1 rod", fn, 1, a.t_final, "ours"))
+        cases.append(jax_case(cfg.label + ", 1 rod", fn, 1, a.t_final, "ours", cfg.label))
     batch_cases = []
     for B in a.batch:
         for chunk in a.chunk:
@@ -297,7 +309,8 @@ def main(argv=None):
             fn = lambda t, cfg=cfg, systems=systems, chunk=chunk: simulate_batch(
                 systems, None, batch_system=True, batch_inputs=False, chunk_size=chunk, **cfg.kwargs(t, a.n_save)
             )
-            batch_cases.append(jax_case(cfg.label + f", {B} rods (chunks of {min(chunk, B)})", fn, B, t_batch, "batch"))
+            label = cfg.label + f", {B} rods (chunks of {min(chunk, B)})"
+            batch_cases.append(jax_case(label, fn, B, t_batch, "batch", cfg.label))
 
     for r in range(max(a.repeats, a.batch_repeats)):
         for c in cases if r < a.repeats else []:
@@ -362,7 +375,7 @@ def main(argv=None):
             f"| {c.throughput:.3g} | {setup} |"
         )
     for c in batch_cases:
-        single = next(x for x in cases if x.kind == "ours" and c.label.startswith(x.label.removesuffix(", 1 rod")))
+        single = next(x for x in cases if x.kind == "ours" and x.config == c.config)
         if c.t_sim == a.t_final:
             dev = float(np.abs(c.tips - single.tips).max())
             say(f"(batch check: member 0 of {c.n_rods} vs the single run: max tip difference {dev:.1e} m)")
@@ -398,7 +411,7 @@ def main(argv=None):
             bat = [
                 f"B={b.n_rods} ({b.label.rsplit('(', 1)[1][:-1]}): {b.throughput / (c.throughput * pe_block_gain):.3g}×"
                 for b in batch_cases
-                if b.label.startswith(o.label.removesuffix(", 1 rod"))
+                if b.config == o.config
             ]
             say(
                 f"| {o.label} | {c.label} ({tag}: {tip_errors(c.tips, ref)[1] * 1e3:.3g} vs {eo * 1e3:.3g} mm) "
