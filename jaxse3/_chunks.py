@@ -30,9 +30,9 @@ import jax.numpy as jnp
 
 __all__ = ["CPU_CHUNK", "cache_sized"]
 
-#: The members a CPU evaluates together under ``vmap`` (:func:`cache_sized`) and simulates together in a batch
-#: (:func:`jaxse3.sim.simulate_batch` without ``chunk_size``); chunks of 4 and 16 were slower than 8 (module
-#: docstring).
+#: The members a CPU evaluates together under ``vmap`` (:func:`cache_sized`) and, for rods and linkages with soft
+#: links (``System.cpu_chunk``), simulates together in a batch (:func:`jaxse3.sim.simulate_batch` without
+#: ``chunk_size``); chunks of 4 and 16 were slower than 8 (module docstring).
 CPU_CHUNK = 8
 
 

@@ -27,7 +27,6 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
-from jaxse3._chunks import CPU_CHUNK
 from jaxse3._compile import Compiled, say
 from jaxse3.sim.dynamics import FIXED_STEP, batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
@@ -69,8 +68,9 @@ def simulate_batch(
             B constant inputs).
         q0: initial coordinates, (B, n_dof) iff ``batch_q0``.
         chunk_size: members simulated together: the batch runs as ``jax.lax.map(..., batch_size=chunk_size)``, a
-            loop over vmapped chunks (default ``None``: on a CPU, chunks of 8 members (``CPU_CHUNK``), whose
-            intermediates stay in the caches; on an accelerator one vmap over the whole batch if it fits
+            loop over vmapped chunks (default ``None``: on a CPU, chunks of the system's
+            :attr:`~jaxse3.sim.System.cpu_chunk` members (8 for rods and linkages with soft links, whose
+            intermediates then stay in the caches); otherwise one vmap over the whole batch if it fits
             ``memory_budget``, else chunks as large as fit). Chunks bound the memory of the intermediates; they are
             not needed for correctness (batched factorisations never reach jaxlib's blocking LAPACK batch kernels, see
             :mod:`jaxse3._batched_linalg`).
@@ -81,8 +81,8 @@ def simulate_batch(
         devices: the devices to split the batch over (module docstring): a number (the first ones of
             ``jax.local_devices()``), a sequence of devices, or None for every local device; ``chunk_size`` then
             applies on each device.
-        memory_budget: bytes a device may give a batch that would run as one vmap (``chunk_size`` None on an
-            accelerator, or on a CPU up to 8 members; default :func:`memory_budget`: half its memory). The one-vmap
+        memory_budget: bytes a device may give a batch that would run as one vmap (``chunk_size`` None and no CPU
+            chunks; default :func:`memory_budget`: half its memory). The one-vmap
             program is compiled first; if XLA's memory analysis of it exceeds the budget, the batch runs in chunks
             sized from it (the memory grows in proportion to the members), at the cost of a second compilation.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
@@ -101,7 +101,7 @@ def simulate_batch(
     run = _SIMULATE_STACKS if kwargs.get("solver") in FIXED_STEP else _SIMULATE_BATCH
     size = _batch_size((system, inputs, q0), batched, "simulate_batch")
     args = lambda chunk: (system, inputs, q0, batched, chunk, kwargs, mesh)
-    traj = _within_budget("simulate_batch", run, args, size, chunk_size, memory_budget, mesh)
+    traj = _within_budget("simulate_batch", run, args, size, chunk_size, memory_budget, mesh, system.cpu_chunk)
     if throw and not isinstance(traj.result, jax.core.Tracer) and not traj.ok:
         failed = int(jnp.sum(traj.result != 0))
         raise RuntimeError(
@@ -189,14 +189,14 @@ def memory_budget(devices: Sequence[jax.Device] | None = None) -> int:
     return total // (2 * max(1, sum(d.platform == "cpu" for d in jax.local_devices())))
 
 
-def _within_budget(who, compiled: Compiled, args, size: int, chunk_size, budget, mesh: Mesh | None):
-    """``compiled(*args(chunk_size))``; with ``chunk_size`` None chunks of ``CPU_CHUNK`` on CPU devices, elsewhere
-    the one-vmap program when XLA's memory analysis of it fits ``budget`` (bytes per device), else chunks as large
-    as fit."""
+def _within_budget(who, compiled: Compiled, args, size: int, chunk_size, budget, mesh: Mesh | None, cpu_chunk):
+    """``compiled(*args(chunk_size))``; with ``chunk_size`` None chunks of ``cpu_chunk`` (the system's
+    :attr:`~jaxse3.sim.System.cpu_chunk`, if not None) on CPU devices, else the one-vmap program when XLA's memory
+    analysis of it fits ``budget`` (bytes per device), else chunks as large as fit."""
     per_device = -(-size // (1 if mesh is None else mesh.devices.size))
     devices = jax.local_devices()[:1] if mesh is None else list(mesh.devices.flat)
-    if chunk_size is None and per_device > CPU_CHUNK and devices[0].platform == "cpu":
-        chunk_size = CPU_CHUNK
+    if chunk_size is None and cpu_chunk is not None and per_device > cpu_chunk and devices[0].platform == "cpu":
+        chunk_size = cpu_chunk
     whole = args(chunk_size)
     if chunk_size is not None or any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(whole)):
         return compiled(*whole)
@@ -271,11 +271,11 @@ def solve_statics_batch(
     """:func:`~jaxse3.sim.statics.solve_statics` for a (B, n_inputs) batch of inputs and/or a batch of systems.
 
     ``u=None`` gives every member zero inputs (e.g. a batch of rods without tendons, ``batch_system=True``).
-    ``chunk_size``: members solved together, as in :func:`simulate_batch` (default ``None``: chunks of 8 on a CPU,
-    one ``vmap`` over the batch on an accelerator). Newton's loop under ``vmap`` runs until its slowest member has
-    converged, every member paying each iteration; smaller chunks (down to 1, one member after the other) pay only
-    their own members' iterations, at a smaller vectorisation gain per iteration. When the members need very
-    different numbers of Newton iterations (the adaptive load continuation rejects steps for some), chunks are
+    ``chunk_size``: members solved together, as in :func:`simulate_batch` (default ``None``: on a CPU chunks of the
+    system's ``cpu_chunk``, 8 for rods, else one ``vmap`` over the batch). Newton's loop under ``vmap`` runs until its
+    slowest member has converged, every member paying each iteration; smaller chunks (down to 1, one member after the
+    other) pay only their own members' iterations, at a smaller vectorisation gain per iteration. When the members need
+    very different numbers of Newton iterations (the adaptive load continuation rejects steps for some), chunks are
     faster. ``devices`` and ``memory_budget``: as for :func:`simulate_batch`.
     """
     _check_chunk_size("solve_statics_batch", chunk_size)
@@ -293,7 +293,9 @@ def solve_statics_batch(
     batched = (batch_system, u is not None)
     size = _batch_size((system, u), batched, "solve_statics_batch")
     args = lambda chunk: (system, u, batch_system, chunk, kwargs, mesh)
-    sol = _within_budget("solve_statics_batch", _SOLVE_STATICS_BATCH, args, size, chunk_size, memory_budget, mesh)
+    sol = _within_budget(
+        "solve_statics_batch", _SOLVE_STATICS_BATCH, args, size, chunk_size, memory_budget, mesh, system.cpu_chunk
+    )
     if throw and not isinstance(sol.converged, jax.core.Tracer) and not bool(jnp.all(sol.converged)):
         failed = int(jnp.sum(~sol.converged))
         raise RuntimeError(

@@ -81,21 +81,29 @@ def test_chunked_and_single_vmap_batches_agree(chunk_size):
         simulate_batch(s, u, chunk_size=0, **KW)
 
 
-def test_a_cpu_runs_a_batch_larger_than_its_chunk_in_chunks(monkeypatch):
-    """Without ``chunk_size``, a CPU runs more than ``CPU_CHUNK`` members in chunks of ``CPU_CHUNK`` (a remainder
-    chunk included), and each member is its own single run."""
-    import jaxse3.sim.batch as batch_module
+def test_a_cpu_runs_a_batch_larger_than_its_systems_cpu_chunk_in_chunks(monkeypatch):
+    """Without ``chunk_size``, a CPU runs more than ``System.cpu_chunk`` members in chunks of it (a remainder chunk
+    included), and a system without one as one vmap; each member is its own single run. Rods carry 8, rigid trees
+    none."""
+    import dataclasses
 
-    monkeypatch.setattr(batch_module, "CPU_CHUNK", 2)
+    import jaxse3.sim.batch as batch_module
+    from jaxse3 import rigid
+    from jaxse3.sim import rigid_system, scenarios
+
     chunks = []
     over_batch = batch_module._over_batch
     monkeypatch.setattr(batch_module, "_over_batch", lambda *a: chunks.append(a[3]) or over_batch(*a))
-    s, u = standin.make(g=0.3), jnp.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
+    u = jnp.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
     kw = dict(KW, n_save=4)  # a shape of its own: traced here
-    batch = simulate_batch(s, u, **kw)
-    assert jax.devices()[0].platform != "cpu" or chunks == [2]
-    for k in range(3):
-        np.testing.assert_allclose(batch.q[k], simulate(s, u[k], **kw).q, rtol=1e-9, atol=1e-11)
+    for cpu_chunk in (2, None):
+        s = dataclasses.replace(standin.make(g=0.3), cpu_chunk=cpu_chunk)
+        batch = simulate_batch(s, u, **kw)
+        for k in range(3):
+            np.testing.assert_allclose(batch.q[k], simulate(s, u[k], **kw).q, rtol=1e-9, atol=1e-11)
+    assert jax.devices()[0].platform != "cpu" or chunks == [2, None]
+    assert scenarios.cdm_system().cpu_chunk == 8
+    assert rigid_system(rigid.auto_tree(3, seed=2)).cpu_chunk is None
 
 
 @pytest.mark.parametrize("chunk_size", [None, 2])
