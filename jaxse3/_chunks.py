@@ -9,9 +9,10 @@ at most :data:`CPU_CHUNK` members, it is plain ``vmap``. Values are those of ``v
 
 Measured (one core, fresh processes, 2026-12-05): ``jax.vmap(jax.jacfwd(forward_dynamics))`` of the 12-DoF spatial
 rod over 1000 states 128–141 → 55–58 µs per state, its forward dynamics 9.7–12.6 → 9.1–9.5 µs, compile unchanged
-(6.0–7.1 against 6.9–7.2 s). The same effect in :func:`jaxse3.sim.simulate_batch`, which runs a CPU's batch in
-chunks of :data:`CPU_CHUNK`: 64 CDM rods, one vmap against chunks of 8, Kvaerno5 over 0.2 s 9.6 → 7.0 ms per member;
-Newmark-β stacks of 64 against 8, 107 → 136 rod-s/s (stacks of 4: 118, of 16: 127).
+(6.0–7.1 against 6.9–7.2 s). The same effect in :func:`jaxse3.sim.simulate_batch`, which runs a rod's batch on a
+CPU in chunks of :data:`CPU_CHUNK` (``System.cpu_chunk``): 64 CDM rods, one vmap against chunks of 8, Kvaerno5 over
+0.2 s 9.6 → 7.0 ms per member; Newmark-β stacks of 64 against 8, 107 → 136 rod-s/s (stacks of 4: 118, of 16: 127).
+Small models ``vmap`` better (a 7-DoF rigid arm, module :mod:`jaxse3.sim.system`): the chunking is for large ones.
 
 Only for functions that are evaluated, or differentiated forward, never transposed: ``custom_vmap`` has no
 reverse-mode rule. :func:`cache_sized` wraps the primal of a ``custom_jvp`` function and what its rule computes from

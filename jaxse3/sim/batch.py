@@ -82,9 +82,9 @@ def simulate_batch(
             ``jax.local_devices()``), a sequence of devices, or None for every local device; ``chunk_size`` then
             applies on each device.
         memory_budget: bytes a device may give a batch that would run as one vmap (``chunk_size`` None and no CPU
-            chunks; default :func:`memory_budget`: half its memory). The one-vmap
-            program is compiled first; if XLA's memory analysis of it exceeds the budget, the batch runs in chunks
-            sized from it (the memory grows in proportion to the members), at the cost of a second compilation.
+            chunks; default :func:`memory_budget`: half its memory). The one-vmap program is compiled first; if XLA's
+            memory analysis of it exceeds the budget, the batch runs in chunks sized from it (the memory grows in
+            proportion to the members), at the cost of a second compilation.
         **kwargs: passed to :func:`simulate` (``t_final``, ``solver``, ...).
     """
     _check_chunk_size("simulate_batch", chunk_size)
