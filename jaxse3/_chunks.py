@@ -14,10 +14,11 @@ CPU in chunks of :data:`CPU_CHUNK` (``System.cpu_chunk``): 64 CDM rods, one vmap
 0.2 s 9.6 → 7.0 ms per member; Newmark-β stacks of 64 against 8, 107 → 136 rod-s/s (stacks of 4: 118, of 16: 127).
 Small models ``vmap`` better (a 7-DoF rigid arm, module :mod:`jaxse3.sim.system`): the chunking is for large ones.
 
-Only for functions that are evaluated, or differentiated forward, never transposed: ``custom_vmap`` has no
-reverse-mode rule. :func:`cache_sized` wraps the primal of a ``custom_jvp`` function and what its rule computes from
-the primals alone (the Jacobians), which reverse mode evaluates but does not differentiate; the rule's autodiff
-remainder (:func:`jaxse3.lie.tangents.jvp_of_rest`) differentiates the unwrapped function.
+Only the evaluation is chunked: ``custom_vmap`` has no reverse-mode rule, so the wrapped function is also a
+``custom_jvp`` function whose JVP is that of ``fn`` itself (vmapped as usual), and every derivative, forward or
+reverse, of any order, is ``fn``'s. :func:`cache_sized` wraps the primal of the rod's and the linkage's forward
+dynamics and what their rules compute from the primals alone (the Jacobians), which ``jax.vmap(jax.jacfwd(...))``
+evaluates without differentiating.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ CPU_CHUNK = 8
 
 def cache_sized(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (pytrees of arrays and static leaves in, a pytree of arrays out) whose ``vmap`` on a CPU runs in chunks of
-    :data:`CPU_CHUNK` members (module docstring). Not for functions that reverse mode differentiates."""
+    :data:`CPU_CHUNK` members; its derivatives are ``fn``'s (module docstring)."""
 
     def call(*args: Any) -> Any:
         arrays, static = eqx.partition(args, eqx.is_array)
@@ -52,13 +53,17 @@ def cache_sized(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         @chunked.def_vmap
         def rule(axis_size: int, in_batched: list[bool], *leaves):
-            if axis_size <= CPU_CHUNK or jax.default_backend() != "cpu":
-                out = jax.vmap(flat_fn, in_axes=[0 if b else None for b in in_batched])(*leaves)
+            if axis_size <= CPU_CHUNK or not any(in_batched) or jax.default_backend() != "cpu":
+                in_axes = [0 if b else None for b in in_batched]
+                out = jax.vmap(flat_fn, in_axes=in_axes, axis_size=axis_size)(*leaves)
             else:
                 out = _chunked(flat_fn, axis_size, in_batched, leaves)
             return out, jax.tree.map(lambda _: True, out)
 
-        return chunked(*leaves)
+        # derivatives of any order and mode are those of fn itself: custom_vmap alone has no reverse mode
+        differentiable = jax.custom_jvp(chunked)
+        differentiable.defjvp(lambda primals, tangents: jax.jvp(flat_fn, primals, tangents))
+        return differentiable(*leaves)
 
     return call
 

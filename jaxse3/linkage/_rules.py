@@ -137,8 +137,7 @@ def _fd_jvp(primals, tangents):
     return qdd, accumulate(qdd, [(Jq, dq), (Jqd, dqd), (Ju, du)], rest)
 
 
-# the primal in chunks under vmap on a CPU (its rule differentiates the unwrapped _fd_plain: custom_vmap has no
-# reverse mode)
+# the primal in chunks under vmap on a CPU
 _fd = custom_rule("linkage.forward_dynamics", cache_sized(_fd_plain), _fd_jvp)
 
 

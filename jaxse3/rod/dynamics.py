@@ -157,8 +157,7 @@ def _fd_jvp(primals, tangents):
     return qdd, accumulate(qdd, terms, jvp_of_rest(_fd_plain, primals, tangents, analytic=(1, 2, 3)))
 
 
-# the primal in chunks under vmap on a CPU (its rule differentiates the unwrapped _fd_plain: custom_vmap has no
-# reverse mode)
+# the primal in chunks under vmap on a CPU
 _fd = custom_rule("forward_dynamics", cache_sized(_fd_plain), _fd_jvp)
 
 
