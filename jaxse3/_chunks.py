@@ -30,7 +30,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-__all__ = ["CPU_CHUNK", "cache_sized"]
+__all__ = ["CPU_CHUNK", "cache_sized", "pad_members", "split_chunks", "join_chunks"]
 
 #: The members a CPU evaluates together under ``vmap`` (:func:`cache_sized`) and, for rods and linkages with soft
 #: links (``System.cpu_chunk``), simulates together in a batch (:func:`jaxse3.sim.simulate_batch` without
@@ -70,8 +70,8 @@ def cache_sized(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _chunked(fn: Callable[..., Any], size: int, in_batched: list[bool], leaves: list) -> Any:
     """``vmap(fn)`` over the leading axis of the ``in_batched`` leaves as a ``lax.map`` over chunks of
-    :data:`CPU_CHUNK` members, the last one padded by repeating the last member (so the program holds one copy of
-    ``fn``, where ``lax.map``'s own remainder would add a second)."""
+    :data:`CPU_CHUNK` members, the last one padded (:func:`split_chunks`: the program holds one copy of ``fn``, where
+    ``lax.map``'s own remainder would add a second)."""
     batched = [i for i, b in enumerate(in_batched) if b]
 
     def chunk(mapped):
@@ -80,11 +80,21 @@ def _chunked(fn: Callable[..., Any], size: int, in_batched: list[bool], leaves: 
             member_leaves[i] = x
         return fn(*member_leaves)
 
-    n_chunks = -(-size // CPU_CHUNK)
-    pad = n_chunks * CPU_CHUNK - size
-    mapped = [
-        jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]).reshape(n_chunks, CPU_CHUNK, *x.shape[1:])
-        for x in (leaves[i] for i in batched)
-    ]
-    out = jax.lax.map(jax.vmap(chunk), mapped)
-    return jax.tree.map(lambda y: y.reshape(n_chunks * CPU_CHUNK, *y.shape[2:])[:size], out)
+    out = jax.lax.map(jax.vmap(chunk), [split_chunks(leaves[i], CPU_CHUNK) for i in batched])
+    return jax.tree.map(lambda y: join_chunks(y, size), out)
+
+
+def pad_members(x: jax.Array, length: int) -> jax.Array:
+    """``x`` (B, ...) extended to ``length`` members along its leading axis by repeating its last member."""
+    return jnp.concatenate([x, jnp.repeat(x[-1:], length - x.shape[0], axis=0)])
+
+
+def split_chunks(x: jax.Array, k: int) -> jax.Array:
+    """``x`` (B, ...) as (⌈B/k⌉, k, ...), the last chunk padded by repeating the last member (:func:`pad_members`)."""
+    n_chunks = -(-x.shape[0] // k)
+    return pad_members(x, n_chunks * k).reshape(n_chunks, k, *x.shape[1:])
+
+
+def join_chunks(y: jax.Array, size: int) -> jax.Array:
+    """The inverse of :func:`split_chunks`: (n_chunks, k, ...) back to its first ``size`` members (size, ...)."""
+    return y.reshape(y.shape[0] * y.shape[1], *y.shape[2:])[:size]

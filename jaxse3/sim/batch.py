@@ -27,6 +27,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Array, ArrayLike, Float, PyTree
 
+from jaxse3._chunks import join_chunks, pad_members, split_chunks
 from jaxse3._compile import Compiled, say
 from jaxse3.sim.dynamics import FIXED_STEP, batch_axes, simulate, simulate_stack
 from jaxse3.sim.statics import StaticsSolution, check_finite, solve_statics
@@ -160,7 +161,7 @@ def _on_devices(run: Callable[..., Any], args: tuple, batched: tuple[bool, ...],
     size = _batch_size(args, batched)
     padded = -(-size // n) * n
     split = NamedSharding(mesh, PartitionSpec("batch"))
-    pad = lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded - size, axis=0)])
+    pad = lambda x: pad_members(x, padded)
     spread = lambda x: jax.lax.with_sharding_constraint(pad(x), split)
     arrays, static = eqx.partition(args, eqx.is_array)
     arrays = tuple(jax.tree.map(spread, a) if b else a for a, b in zip(arrays, batched))
@@ -248,14 +249,8 @@ def _stacks(system, inputs, q0, batched, chunk_size, kwargs) -> Trajectory:
     k = B if chunk_size is None else min(chunk_size, B)
     if k == B:
         return run(mapped)
-    n_chunks = -(-B // k)
-
-    def split(x):  # (B, ...) -> (n_chunks, k, ...)
-        x = jnp.concatenate([x, jnp.repeat(x[-1:], n_chunks * k - B, axis=0)])
-        return x.reshape(n_chunks, k, *x.shape[1:])
-
-    out = jax.lax.map(run, jax.tree.map(split, mapped))
-    return jax.tree.map(lambda y: y.reshape(n_chunks * k, *y.shape[2:])[:B], out)
+    out = jax.lax.map(run, jax.tree.map(lambda x: split_chunks(x, k), mapped))
+    return jax.tree.map(lambda y: join_chunks(y, B), out)
 
 
 def solve_statics_batch(
