@@ -376,7 +376,7 @@ def test_hybrid_forward_dynamics_jacobians_match_central_differences():
     q, v, _ = _random_state(HYBRID, 6)
     u = jnp.array([0.5, -1.0, 0.2])
     fd = jax.jit(lambda q, v, u: lk.forward_dynamics(HYBRID, q, v, u))
-    Jq, Jv, Ju = lk.forward_dynamics_jacobians(HYBRID, q, v, u)
+    Jq, Jv, Ju = jax.jit(lambda q, v, u: lk.forward_dynamics_jacobians(HYBRID, q, v, u))(q, v, u)
     eps = 1e-6
     central = lambda f, x: np.stack([(f(x + e) - f(x - e)) / (2 * eps) for e in np.eye(x.shape[0]) * eps], axis=1)
     for got, want in (
