@@ -657,9 +657,9 @@ def solve_ddp(
         g = -d1 - jnp.sum(Vx_gap * s.gaps)
         q = -d2 + jnp.einsum("ti,tij,tj->", s.gaps, Vxx, s.gaps)
 
-        def cond(c):
+        def cond(c):  # no line search once converged (Crocoddyl stops before trying a step)
             i, accepted, _ = c
-            return (i < _ALPHAS.size) & ~accepted
+            return (i < _ALPHAS.size) & ~accepted & ~converged
 
         def body(c):
             i, _, _ = c
