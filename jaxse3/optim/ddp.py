@@ -386,16 +386,26 @@ def _derivatives(problem: DiscreteProblem, xs, us, gaps, second):
             fx, fu = jax.jacfwd(problem.step, argnums=(0, 1))(x, u)
         else:
             fx, fu = first(x, u, x_next)
-        lx, lu = jax.grad(problem.running, argnums=(0, 1))(x, u)
-        (lxx, _), (lux, luu) = jax.hessian(problem.running, argnums=(0, 1))(x, u)
+        (lxx, _), (lux, luu), (lx, lu) = _hessian_and_gradient(problem.running, x, u)
         out = (fx, fu, lx, lu, lxx, lux, luu)
         if second == "tensors":
             out += problem.step.second_derivatives(x, u)
         return out
 
     per_knot = jax.vmap(knot)(xs[:-1], us, xs[1:] + gaps[1:])
-    phi_x, phi_xx = jax.grad(problem.terminal)(xs[-1]), jax.hessian(problem.terminal)(xs[-1])
+    phi_xx, phi_x = _hessian_and_gradient(problem.terminal, xs[-1])
     return per_knot, phi_x, phi_xx
+
+
+def _hessian_and_gradient(f, *args):
+    """``(∂²f/∂args², ∂f/∂args)`` of a scalar ``f``, the Hessian's blocks as ``jax.hessian`` nests them, from one
+    forward-over-reverse pass (the gradient is the pass's own value, not a second reverse pass)."""
+    argnums = tuple(range(len(args)))
+    grad = jax.grad(f, argnums=argnums)
+    hess, g = jax.jacfwd(lambda *a: (grad(*a),) * 2, argnums=argnums, has_aux=True)(*args)
+    if len(args) == 1:
+        return hess[0][0], g[0]
+    return (*hess, g)
 
 
 _BOX_QP_ITERS = 20
